@@ -1,0 +1,22 @@
+"""GameAnim: a ComfyUI node pack for 2D game animation.
+
+ComfyUI imports this package by its folder name and reads ``NODE_CLASS_MAPPINGS``,
+``NODE_DISPLAY_NAME_MAPPINGS`` and ``WEB_DIRECTORY``.  Everything inside uses relative imports, so
+the pack also imports by path under any name (the tests import it as ``gameanim``) and without
+ComfyUI installed.  Importing registers our model folders with ``folder_paths`` when hosted and
+does nothing else: no downloads, no logging configuration, no patching.
+"""
+
+from __future__ import annotations
+
+from .host import register_model_folders
+from .nodes import merge_mappings
+
+FEATURE_NODE_MODULES: tuple = ()
+
+NODE_CLASS_MAPPINGS, NODE_DISPLAY_NAME_MAPPINGS = merge_mappings(FEATURE_NODE_MODULES)
+WEB_DIRECTORY = "web"
+
+register_model_folders()
+
+__all__ = ["NODE_CLASS_MAPPINGS", "NODE_DISPLAY_NAME_MAPPINGS", "WEB_DIRECTORY"]

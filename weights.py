@@ -1,0 +1,131 @@
+"""Reading and writing weight files safely and with bounded memory.
+
+* PyTorch pickles (``.ckpt``/``.pt``/``.bin``) load with ``weights_only=True`` (no code runs from a
+  downloaded file) and ``mmap=True`` where the file is in the zip format, so a Lightning checkpoint
+  that also carries optimizer state only pages in the tensors we copy out of it.
+* ``.safetensors`` files are read key by key through ``safe_open``.
+* Truncated or corrupt files become :class:`ModelFileError` with the size we saw, not a zip traceback.
+
+Format detection is by content (magic bytes, keys and shapes), never by file name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import struct
+import zipfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .atomic import atomic_target
+from .errors import ModelFileError
+
+KeyFilter = Callable[[str], bool]
+
+
+def _is_safetensors(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        head = handle.read(9)
+    if len(head) < 9:
+        return False
+    (header_len,) = struct.unpack("<Q", head[:8])
+    return 0 < header_len < 100_000_000 and head[8:9] == b"{"
+
+
+def _describe(path: Path) -> str:
+    size = path.stat().st_size
+    return f"{path} ({size:,} bytes)"
+
+
+def _torch_load(path: Path) -> Any:
+    import torch
+
+    use_mmap = zipfile.is_zipfile(path)
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=use_mmap)
+    except (RuntimeError, EOFError, zipfile.BadZipFile, pickle.UnpicklingError, OSError) as exc:
+        text = str(exc)
+        if "Weights only load failed" in text:
+            raise ModelFileError(
+                f"{_describe(path)} contains Python objects other than tensors, so it was not opened "
+                "(loading it could run code from the file). Convert it to .safetensors, or re-save only its state dict."
+            ) from exc
+        raise ModelFileError(
+            f"{_describe(path)} could not be read as a PyTorch checkpoint: it looks truncated or corrupt "
+            f"({text.splitlines()[0] if text else type(exc).__name__}). Download or copy it again."
+        ) from exc
+
+
+def _find_tensor_mapping(obj: Any) -> Mapping[str, Any]:
+    """The tensor dict inside a checkpoint: the object itself, or its ``state_dict``/``module``/``model``."""
+    import torch
+
+    if isinstance(obj, Mapping):
+        for key in ("state_dict", "module", "model"):
+            inner = obj.get(key)
+            if isinstance(inner, Mapping) and any(isinstance(v, torch.Tensor) for v in inner.values()):
+                return inner
+        if any(isinstance(v, torch.Tensor) for v in obj.values()):
+            return obj
+    raise ModelFileError("The checkpoint holds no tensor dictionary (no 'state_dict' and no tensors at top level).")
+
+
+def read_state_dict(path: str | os.PathLike[str], select: KeyFilter | None = None) -> dict[str, Any]:
+    """All tensors of a weight file (optionally only keys where ``select(key)`` is true), on the CPU.
+
+    For pickles the selected tensors stay memory-mapped until the caller copies or moves them, and
+    unselected entries (optimizer state, EMA copies) are never touched.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise ModelFileError(f"{file} does not exist or is not a file.")
+    if file.stat().st_size == 0:
+        raise ModelFileError(f"{file} is empty (0 bytes): the download or copy did not finish.")
+    if _is_safetensors(file):
+        return _read_safetensors(file, select)
+    mapping = _find_tensor_mapping(_torch_load(file))
+    return {k: v for k, v in mapping.items() if select is None or select(k)}
+
+
+def _read_safetensors(path: Path, select: KeyFilter | None) -> dict[str, Any]:
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="pt", device="cpu") as handle:
+            return {k: handle.get_tensor(k) for k in handle.keys() if select is None or select(k)}
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise ModelFileError(f"{_describe(path)} is not a readable .safetensors file ({exc}).") from exc
+
+
+def safetensors_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The ``__metadata__`` of a safetensors header (empty dict when there is none)."""
+    file = Path(path)
+    if not _is_safetensors(file):
+        raise ModelFileError(f"{_describe(file)} is not a .safetensors file.")
+    with open(file, "rb") as handle:
+        (header_len,) = struct.unpack("<Q", handle.read(8))
+        raw = handle.read(header_len)
+    try:
+        header = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ModelFileError(f"{_describe(file)} has a corrupt safetensors header.") from exc
+    return dict(header.get("__metadata__", {}))
+
+
+def save_safetensors_atomic(
+    tensors: Mapping[str, Any],
+    path: str | os.PathLike[str],
+    metadata: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write ``tensors`` to ``path`` atomically; metadata values are stored as strings (JSON for non-str)."""
+    from safetensors.torch import save_file
+
+    header = {k: v if isinstance(v, str) else json.dumps(v) for k, v in (metadata or {}).items()}
+    contiguous = {k: v.detach().contiguous() for k, v in tensors.items()}
+    with atomic_target(path, overwrite=overwrite) as tmp:
+        save_file(contiguous, str(tmp), metadata=header)
+    return Path(path)
