@@ -13,6 +13,39 @@ from .progress import Cancelled, CancelToken
 
 __version__ = "0.1.0"
 
+
+def _pose_from_file(path, camera, width, height, frames, progress):
+    import torch
+
+    from .nodes.pose.render_motion import CameraSettings, render_motion_file
+
+    result = render_motion_file(
+        path, CameraSettings(preset=camera, width=width, height=height), frames, progress=progress
+    )
+    images = torch.from_numpy(result.pose_maps).float().div_(255.0)
+    return images, result.keypoints
+
+
+def pose_from_bvh(path, camera="side_right", width=512, height=512, frames=None, *, progress: ProgressFn | None = None):
+    """Render a BVH motion to orientation-true OpenPose maps, with no Blender and no weights.
+
+    ``camera`` is a preset (front, back, side_left, side_right, three_quarter, top; orthographic,
+    auto-fitted to the whole motion); ``frames`` is None (all), an int n (first n), a
+    ``(start, stop, step)`` tuple or a list of frame indices.  The skeleton mapping is detected
+    (Mixamo, CMU).  Returns ``(pose_images, pose_keypoint)``: a float32 tensor ``[T, H, W, 3]`` in
+    0..1 (ComfyUI IMAGE) and the POSE_KEYPOINT list exactly as comfyui_controlnet_aux emits it.
+    """
+    return _pose_from_file(path, camera, width, height, frames, progress)
+
+
+def pose_from_motion_json(
+    path, camera="side_right", width=512, height=512, frames=None, *, progress: ProgressFn | None = None
+):
+    """Like :func:`pose_from_bvh` for a GameAnim JSON motion file (written by the Blender worker or
+    the in-Blender export script ``nodes/pose/blender/gameanim_export_motion.py``)."""
+    return _pose_from_file(path, camera, width, height, frames, progress)
+
+
 __all__ = [
     "CancelToken",
     "Cancelled",
@@ -22,4 +55,6 @@ __all__ = [
     "NumericalError",
     "UnsafePathError",
     "__version__",
+    "pose_from_bvh",
+    "pose_from_motion_json",
 ]
