@@ -8,13 +8,18 @@ example :meth:`CancelToken.progress`).
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from .errors import GameAnimError, InputError, ModelFileError, NumericalError, UnsafePathError
-from .progress import Cancelled, CancelToken
+from .progress import Cancelled, CancelToken, ProgressFn
 
 __version__ = "0.1.0"
 
 
-def _pose_from_file(path, camera, width, height, frames, progress):
+def _pose_from_file(
+    path: str | Path, camera: str, width: int, height: int, frames: Any, progress: ProgressFn | None
+) -> tuple[Any, list[dict[str, Any]]]:
     import torch
 
     from .nodes.pose.render_motion import CameraSettings, render_motion_file
@@ -26,7 +31,15 @@ def _pose_from_file(path, camera, width, height, frames, progress):
     return images, result.keypoints
 
 
-def pose_from_bvh(path, camera="side_right", width=512, height=512, frames=None, *, progress: ProgressFn | None = None):
+def pose_from_bvh(
+    path: str | Path,
+    camera: str = "side_right",
+    width: int = 512,
+    height: int = 512,
+    frames: Any = None,
+    *,
+    progress: ProgressFn | None = None,
+) -> tuple[Any, list[dict[str, Any]]]:
     """Render a BVH motion to orientation-true OpenPose maps, with no Blender and no weights.
 
     ``camera`` is a preset (front, back, side_left, side_right, three_quarter, top; orthographic,
@@ -39,8 +52,14 @@ def pose_from_bvh(path, camera="side_right", width=512, height=512, frames=None,
 
 
 def pose_from_motion_json(
-    path, camera="side_right", width=512, height=512, frames=None, *, progress: ProgressFn | None = None
-):
+    path: str | Path,
+    camera: str = "side_right",
+    width: int = 512,
+    height: int = 512,
+    frames: Any = None,
+    *,
+    progress: ProgressFn | None = None,
+) -> tuple[Any, list[dict[str, Any]]]:
     """Like :func:`pose_from_bvh` for a GameAnim JSON motion file (written by the Blender worker or
     the in-Blender export script ``nodes/pose/blender/gameanim_export_motion.py``)."""
     return _pose_from_file(path, camera, width, height, frames, progress)
