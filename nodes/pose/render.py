@@ -52,12 +52,18 @@ def draw_openpose(
     canvas = np.zeros((height, width, 3), dtype=np.uint8)
     shade = np.ones(18) if shade is None else shade
     items: list[tuple[float, int, int]] = []  # (depth, kind 0=limb 1=joint, index)
+    # A joint sorts just in front of the nearest limb it ends, so its dot stays on top of its own
+    # limbs (as in the annotator) while nearer body parts still cover it.
+    joint_depth = [float(d) for d in depth]
     for k, (a, b) in enumerate(LIMBS):
         if visible[a] and visible[b]:
-            items.append((float(depth[a] + depth[b]) / 2.0, 0, k))
+            limb_depth = float(depth[a] + depth[b]) / 2.0
+            items.append((limb_depth, 0, k))
+            joint_depth[a] = min(joint_depth[a], limb_depth)
+            joint_depth[b] = min(joint_depth[b], limb_depth)
     for i in range(18):
         if visible[i]:
-            items.append((float(depth[i]) - 1e-6, 1, i))
+            items.append((joint_depth[i] - 1e-6, 1, i))
     items.sort(key=lambda t: (-t[0], t[1]))
     radius = stick_width
     for _, kind, k in items:

@@ -193,11 +193,17 @@ def resolve_mapping(names: list[str], mapping: str | dict[str, Any] = "auto") ->
             f"Unknown skeleton mapping {mapping!r}; choose auto, {', '.join(BUILTIN_MAPPINGS)} or give a mapping JSON file."
         )
     report = []
+    fitting: list[tuple[int, str]] = []
     for name, candidate in candidates.items():
         missing = _missing(table, candidate)
-        if not missing:
-            return name, candidate
-        report.append(f"mapping '{name}' is missing {', '.join(missing)}")
+        if missing:
+            report.append(f"mapping '{name}' is missing {', '.join(missing)}")
+            continue
+        optional = [candidate.get(k) for k in OPTIONAL_KEYS]
+        fitting.append((sum(isinstance(j, str) and _lookup(table, j) is not None for j in optional), name))
+    if fitting:  # the fitting mapping that also finds most optional joints (head top, eyes) wins
+        best = max(fitting, key=lambda t: t[0])[1]
+        return best, candidates[best]
     shown = ", ".join(bare_name(n) for n in names[:40]) + (" …" if len(names) > 40 else "")
     raise InputError(
         "The rig's bone names do not fit the skeleton mapping: "
