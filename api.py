@@ -24,11 +24,9 @@ def _pose_from_file(
 
     from .nodes.pose.render_motion import CameraSettings, render_motion_file
 
-    result = render_motion_file(
-        path, CameraSettings(preset=camera, width=width, height=height), frames, progress=progress
-    )
-    images = torch.from_numpy(result.pose_maps).float().div_(255.0)
-    return images, result.keypoints
+    settings = CameraSettings(preset=camera, width=width, height=height)
+    result = render_motion_file(path, settings, frames, progress=progress, as_float=True)
+    return torch.from_numpy(result.pose_maps), result.keypoints
 
 
 def pose_from_bvh(

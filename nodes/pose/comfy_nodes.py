@@ -230,7 +230,8 @@ class RenderPose:
         }
 
     def render(self, pose3d: Pose3D, camera: CameraSettings, stick_width: int, depth_shading: bool) -> tuple[Any, list]:
-        result = render_pose(pose3d, camera, stick_width, depth_shading, progress=host.progress(pose3d.frame_count))
+        progress = host.progress(pose3d.frame_count)
+        result = render_pose(pose3d, camera, stick_width, depth_shading, progress=progress, as_float=True)
         return (_images(result.pose_maps), result.keypoints)
 
 

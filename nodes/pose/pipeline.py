@@ -49,14 +49,20 @@ def render_pose_maps(
     stick_width: int = 4,
     depth_shading: bool = False,
     progress: ProgressFn | None = None,
+    as_float: bool = False,
 ) -> np.ndarray:
-    """OpenPose maps (F, H, W, 3) uint8, one per frame; reports progress after every frame."""
+    """OpenPose maps (F, H, W, 3), uint8 or float32 in [0, 1]; reports progress after every frame.
+
+    ``as_float`` converts each frame right after drawing, while it is still in cache, which is
+    several times faster than converting the whole batch afterwards (what an IMAGE tensor needs).
+    """
     report = progress or no_progress
     count = projected.xy.shape[0]
     shade = depth_shade(projected.depth, projected.visible) if depth_shading else None
-    out = np.empty((count, height, width, 3), dtype=np.uint8)
+    out = np.empty((count, height, width, 3), dtype=np.float32 if as_float else np.uint8)
+    inv = np.float32(1.0 / 255.0)
     for f in range(count):
-        out[f] = draw_openpose(
+        canvas = draw_openpose(
             projected.xy[f],
             projected.visible[f],
             projected.depth[f],
@@ -65,6 +71,10 @@ def render_pose_maps(
             stick_width,
             None if shade is None else shade[f],
         )
+        if as_float:
+            np.multiply(canvas, inv, out=out[f])
+        else:
+            out[f] = canvas
         report(f + 1, count)
     return out
 
@@ -72,35 +82,30 @@ def render_pose_maps(
 def render_capsule_maps(
     pose: Pose3D, camera: Camera, progress: ProgressFn | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Depth (F, H, W) and normal (F, H, W, 3) maps in [0, 1] from limb capsules and a head sphere."""
+    """Depth (F, H, W) and normal (F, H, W, 3) maps in [0, 1] from limb capsules and a head sphere.
+
+    Depth is normalised over the whole motion (near = 1.0, farthest body point = 0.2, background 0)
+    so brightness is comparable between frames.
+    """
     report = progress or no_progress
-    count = pose.frame_count
+    count, width, height = pose.frame_count, camera.width, camera.height
     pts = np.concatenate([pose.points, pose.head_centre[:, None]], axis=1)
     xy, depth = camera.project(pts)
     # Depth in pixel units so capsules are round: ortho scale is px/unit; perspective uses f / z.
-    if camera.perspective:
-        px_per_unit = camera.scale / depth
-    else:
-        px_per_unit = np.full(depth.shape, camera.scale)
-    z_px = depth * (camera.scale if not camera.perspective else float(np.mean(px_per_unit)))
-    seg_index = [(a, b) for a, b, _ in CAPSULES] + [(18, 18)]
-    fractions = np.array([r for _, _, r in CAPSULES] + [0.0])
-    head_r = pose.head_radius * 1.15
-    near, far = np.inf, -np.inf
-    zbufs = np.empty((count, camera.height, camera.width), dtype=np.float32)
-    normals = np.empty((count, camera.height, camera.width, 3), dtype=np.float32)
+    px_per_unit = camera.scale / depth if camera.perspective else np.full(depth.shape, camera.scale)
+    z_px = depth * (float(np.mean(px_per_unit)) if camera.perspective else camera.scale)
+    pairs = np.array([(a, b) for a, b, _ in CAPSULES] + [(18, 18)])
+    radii_all = np.array([r for _, _, r in CAPSULES] + [0.0]) * pose.height * px_per_unit[:, pairs].mean(axis=-1)
+    radii_all[:, -1] = pose.head_radius * 1.15 * px_per_unit[:, 18]
+    ends = np.concatenate([xy, z_px[..., None]], axis=-1)[:, pairs]  # (F, K, 2, 3)
+    near = float((ends[..., 2].min(axis=-1) - radii_all).min())
+    far = float(ends[..., 2].max())
+    depth_maps = np.empty((count, height, width), dtype=np.float32)
+    normal_maps = np.empty((count, height, width, 3), dtype=np.float32)
+    normals = np.empty((height, width, 3), dtype=np.float32)
     for f in range(count):
-        segs = np.array([[[*xy[f, a], z_px[f, a]], [*xy[f, b], z_px[f, b]]] for a, b in seg_index])
-        scale = np.array([(px_per_unit[f, a] + px_per_unit[f, b]) / 2.0 for a, b in seg_index])
-        radii = fractions * pose.height * scale
-        radii[-1] = head_r * scale[-1]
-        zbufs[f], normals[f] = capsule_maps(segs, radii, camera.width, camera.height)
-        finite = zbufs[f][np.isfinite(zbufs[f])]
-        if finite.size:
-            near, far = min(near, float(finite.min())), max(far, float(finite.max()))
+        capsule_maps(ends[f], radii_all[f], width, height, zbuf=depth_maps[f], normals=normals)
+        normal_image(depth_maps[f], normals, out=normal_maps[f])
+        depth_image(depth_maps[f], near, far, out=depth_maps[f])
         report(f + 1, count)
-    if not np.isfinite(near):
-        near, far = 0.0, 1.0
-    depth_maps = np.stack([depth_image(z, near, far) for z in zbufs])
-    normal_maps = np.stack([normal_image(z, n) for z, n in zip(zbufs, normals, strict=True)])
     return depth_maps, normal_maps

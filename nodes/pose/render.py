@@ -105,15 +105,20 @@ def capsule_maps(
     radii: np.ndarray,
     width: int,
     height: int,
+    zbuf: np.ndarray | None = None,
+    normals: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Depth (H, W) and camera-space normals (H, W, 3) of capsules for one frame.
 
     ``segments`` (K, 2, 3): endpoints as (pixel x, pixel y, depth in pixels) — depth measured in the
     same pixel units as x and y; ``radii`` (K,) in pixels.  A segment with equal endpoints is a
     sphere.  Background depth is +inf; normals point towards the camera (z < 0 is "towards").
+    ``zbuf`` (H, W) and ``normals`` (H, W, 3) float32 buffers may be passed in to be filled.
     """
-    zbuf = np.full((height, width), np.inf, dtype=np.float32)
-    normals = np.zeros((height, width, 3), dtype=np.float32)
+    zbuf = np.empty((height, width), dtype=np.float32) if zbuf is None else zbuf
+    normals = np.empty((height, width, 3), dtype=np.float32) if normals is None else normals
+    zbuf.fill(np.inf)
+    normals.fill(0.0)
     for (p0, p1), r in zip(segments, radii, strict=True):
         if not np.isfinite(p0).all() or not np.isfinite(p1).all() or r <= 0:
             continue
@@ -148,19 +153,26 @@ def capsule_maps(
     return zbuf, normals
 
 
-def depth_image(zbuf: np.ndarray, near: float, far: float) -> np.ndarray:
-    """ControlNet-style depth (H, W) in [0, 1]: near = 1.0, far = 0.2, background 0."""
-    t = (zbuf - near) / max(far - near, 1e-9)
-    out = 1.0 - 0.8 * np.clip(t, 0.0, 1.0)
-    return np.where(np.isfinite(zbuf), out, 0.0).astype(np.float32)
+def depth_image(zbuf: np.ndarray, near: float, far: float, out: np.ndarray | None = None) -> np.ndarray:
+    """ControlNet-style depth (H, W) in [0, 1]: ``near`` = 1.0, ``far`` = 0.2, background 0 (``out`` may be ``zbuf``)."""
+    background = ~np.isfinite(zbuf)
+    out = np.empty(zbuf.shape, dtype=np.float32) if out is None else out
+    np.subtract(zbuf, near, out=out)
+    out *= -0.8 / max(far - near, 1e-9)
+    out += 1.0
+    np.clip(out, 0.2, 1.0, out=out)
+    out[background] = 0.0
+    return out
 
 
-def normal_image(zbuf: np.ndarray, normals: np.ndarray) -> np.ndarray:
+def normal_image(zbuf: np.ndarray, normals: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Normal map (H, W, 3) in [0, 1], ControlNet / BAE convention: R = right, G = up, B = towards the viewer.
 
     Image y grows downwards and camera depth grows away from the viewer, so both flip; the
     background is the flat "facing the viewer" colour (0.5, 0.5, 1).
     """
-    rgb = np.stack([normals[..., 0], -normals[..., 1], -normals[..., 2]], axis=-1) * 0.5 + 0.5
-    rgb[~np.isfinite(zbuf)] = (0.5, 0.5, 1.0)
-    return rgb.astype(np.float32)
+    out = np.empty(normals.shape, dtype=np.float32) if out is None else out
+    np.multiply(normals, np.array([0.5, -0.5, -0.5], dtype=np.float32), out=out)
+    out += 0.5
+    out[~np.isfinite(zbuf)] = (0.5, 0.5, 1.0)
+    return out

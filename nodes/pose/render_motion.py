@@ -61,11 +61,15 @@ def render_pose(
     depth_shading: bool = False,
     with_depth_normal: bool = False,
     progress: ProgressFn | None = None,
+    as_float: bool = False,
 ) -> PoseRender:
-    """Fit the camera, project, draw the OpenPose maps and (optionally) the capsule depth/normal maps."""
+    """Fit the camera, project, draw the OpenPose maps and (optionally) the capsule depth/normal maps.
+
+    ``as_float`` gives float32 maps in [0, 1] (ready for an IMAGE tensor) instead of uint8.
+    """
     camera = settings.fit(pose)
     projected = project_pose(pose, camera)
-    maps = render_pose_maps(projected, camera.width, camera.height, stick_width, depth_shading, progress)
+    maps = render_pose_maps(projected, camera.width, camera.height, stick_width, depth_shading, progress, as_float)
     keypoints = pose_keypoint_frames(projected.xy, projected.visible, camera.width, camera.height)
     result = PoseRender(pose, camera, projected, maps, keypoints)
     if with_depth_normal:
@@ -79,7 +83,8 @@ def render_motion_file(
     frames: Any = None,
     mapping: str | dict[str, Any] = "auto",
     progress: ProgressFn | None = None,
+    as_float: bool = False,
 ) -> PoseRender:
     """Load a .bvh / .json motion file and :func:`render_pose` it."""
     motion: Motion = load_motion(path, frames)
-    return render_pose(pose3d_from_motion(motion, mapping), settings, progress=progress)
+    return render_pose(pose3d_from_motion(motion, mapping), settings, progress=progress, as_float=as_float)
