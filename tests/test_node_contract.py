@@ -67,7 +67,10 @@ def test_node_contract(node_id, cls):
         )
 
 
-HOST_MODULES = re.compile(r"^\s*(?:import|from)\s+(?:comfy|comfy_extras|comfy_api|comfy_execution|folder_paths|server|nodes|execution|utils)(?:[.\s]|$)", re.M)
+HOST_MODULES = re.compile(
+    r"^\s*(?:import|from)\s+(?:comfy|comfy_extras|comfy_api|comfy_execution|folder_paths|server|nodes|execution|utils)(?:[.\s]|$)",
+    re.M,
+)
 
 
 def test_node_modules_do_not_import_comfyui(pack_root):

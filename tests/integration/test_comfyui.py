@@ -136,3 +136,41 @@ def test_bad_prompt_is_rejected_with_readable_error(server, pack):
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["type"] == "invalid_prompt" and "GameAnimNoSuchNode" in error["message"]
+
+
+UI_WORKFLOWS = sorted((ROOT / "workflows").glob("*.json"))
+
+
+@pytest.mark.parametrize("workflow", UI_WORKFLOWS, ids=[p.stem for p in UI_WORKFLOWS])
+def test_client_runs_ui_workflow(server, workflow, tmp_path):
+    setup = WORKFLOW_MODELS.get(workflow.stem)
+    if isinstance(setup, str):
+        pytest.skip(f"{workflow.name} needs downloaded weights: {setup}")
+    result = _client(server, "run", str(workflow), "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert any(tmp_path.iterdir()), "the client downloaded no output file"
+
+
+def test_client_reports_bad_override(server):
+    workflow = next(iter(UI_WORKFLOWS))
+    prompt = json.loads((ROOT / "workflows" / "api" / workflow.name).read_text(encoding="utf-8"))
+    node_id = next(iter(prompt))
+    result = _client(server, "run", str(workflow), "--set", f"{node_id}.no_such_input=1")
+    assert result.returncode != 0
+    assert "has no input 'no_such_input'" in result.stderr
+
+
+def _client(server, *args):
+    import subprocess
+    import sys
+
+    cmd = [
+        sys.executable,
+        str(ROOT / "scripts" / "gameanim_client.py"),
+        "--server",
+        server.url,
+        "--timeout",
+        "600",
+        *args,
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900)
