@@ -32,4 +32,4 @@ def test_preview_without_alpha_is_rgb_and_rejects_bad_shapes(tmp_path, monkeypat
     entry = animation_preview(torch.rand(2, 4, 4, 3), fps=8)[PREVIEW_KEY][0]
     assert not entry["alpha"]
     with pytest.raises(InputError, match="preview frames"):
-        animation_preview(torch.rand(2, 4, 4), fps=8)
+        animation_preview(torch.rand(2, 4, 4, 2), fps=8)
