@@ -60,7 +60,7 @@ export class AnimationPlayer {
     this.root.classList.add("gameanim-preview");
     Object.assign(this.root.style, { display: "flex", flexDirection: "column", gap: "4px", width: "100%" });
     this.canvas = document.createElement("canvas");
-    Object.assign(this.canvas.style, { width: "100%", imageRendering: "pixelated", background: "#222" });
+    Object.assign(this.canvas.style, { width: "100%", maxHeight: "360px", objectFit: "contain", imageRendering: "pixelated", background: "#222" });
     const bar = document.createElement("div");
     Object.assign(bar.style, { display: "flex", gap: "6px", alignItems: "center", fontSize: "11px" });
     this.playButton = document.createElement("button");
