@@ -57,7 +57,7 @@ def page(server):
 
 def test_our_extensions_load_in_the_page(page):
     names = page.evaluate("window.app.extensions.map(e => e.name)")
-    assert {"GameAnim.Core", "GameAnim.AnimationPreview"} <= set(names)
+    assert {"GameAnim.Core", "GameAnim.AnimationPreview", "GameAnim.LossChart", "GameAnim.GameHud"} <= set(names)
     ours = [e for e in page.load_errors if "gameanim" in e.lower()]
     assert not ours, ours
 
