@@ -36,7 +36,7 @@ def _frames_rgba(images: Any, mask: Any | None) -> np.ndarray:
 
 
 def animation_preview(
-    images: Any, fps: float, mask: Any | None = None, pixel_art: bool = False
+    images: Any, fps: float, mask: Any | None = None, pixel_art: bool = False, caption: str = ""
 ) -> dict[str, list[dict[str, Any]]]:
     """Write preview frames and return ``{"gameanim_preview": [...]}`` to merge into a node's ``ui``.
 
