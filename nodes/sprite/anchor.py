@@ -20,9 +20,8 @@ from scipy.ndimage import gaussian_filter1d
 from ...errors import InputError
 from ...progress import ProgressFn, no_progress
 from .matte import check_alpha, check_frames
-
-ANCHORS = ("feet", "centroid", "bbox_center")
-MODES = ("lock", "smooth", "none")
+from .options import ANCHORS
+from .options import STABILISE_MODES as MODES
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,8 @@
-"""ComfyUI nodes of the sprite toolkit (thin adapters over :mod:`.pipeline` and friends)."""
+"""ComfyUI nodes of the sprite toolkit (thin adapters over :mod:`.pipeline` and friends).
+
+The library modules (OpenCV, scipy, Pillow) are imported inside the node functions, so importing
+the pack stays fast and a missing library only breaks the node that needs it, with its own error.
+"""
 
 from __future__ import annotations
 
@@ -14,12 +18,8 @@ from ... import host
 from ...errors import InputError
 from ...paths import confined, sanitize_relative
 from ..common import category, field
-from . import pipeline, timing
-from .anchor import ANCHORS, MODES
-from .frames import to_tensor
-from .loader import load_frame_folder
-from .pixelart import PALETTE_METHODS, load_palette
-from .sheet import LAYOUTS
+from .options import ANCHORS, EXPORT_FORMATS, GODOT_CHOICES, LAYOUTS, PALETTE_METHODS, TIMING_OPS
+from .options import STABILISE_MODES as MODES
 
 logger = logging.getLogger("gameanim.sprite")
 
@@ -82,6 +82,9 @@ class GameAnimSpriteLoadFrames:
         }
 
     def load(self, source: str, folder: str, max_frames: int) -> tuple:
+        from .frames import to_tensor
+        from .loader import load_frame_folder
+
         base = host.input_dir() if source == "input" else Path(__file__).resolve().parents[2] / "tests" / "data"
         rgb, alpha = load_frame_folder(base, folder, max_frames, host.progress(max(1, max_frames)))
         return to_tensor(rgb), to_tensor(alpha), len(rgb)
@@ -140,6 +143,9 @@ class GameAnimSpriteRemoveBackground:
         }
 
     def run(self, image: Any, low: float, high: float, border: int, cleanup: int, mask: Any | None = None) -> tuple:
+        from . import pipeline
+        from .frames import to_tensor
+
         rgb, alpha, _ = pipeline.remove_background(image, mask, low, high, border, cleanup, host.progress(len(image)))
         return rgb, alpha, to_tensor(np.concatenate([rgb.numpy(), alpha.numpy()[..., None]], axis=-1))
 
@@ -183,6 +189,9 @@ class GameAnimSpriteStabilise:
         }
 
     def run(self, image: Any, mask: Any, anchor: str, mode: str, sigma: float, padding: int) -> tuple:
+        from . import pipeline
+        from .frames import to_tensor
+
         result = pipeline.stabilise(
             image, mask, anchor=anchor, mode=mode, sigma=sigma, padding=padding, progress=host.progress(len(image))
         )
@@ -194,9 +203,6 @@ class GameAnimSpriteStabilise:
             "mode": mode,
         }
         return to_tensor(result.rgb), to_tensor(result.alpha), json.dumps(info)
-
-
-TIMING_OPS = ("hold", "repeat", "resample_count", "retime_fps", "ping_pong", "loop_trim")
 
 
 class GameAnimSpriteTiming:
@@ -243,6 +249,9 @@ class GameAnimSpriteTiming:
         min_loop: int,
         mask: Any | None = None,
     ) -> tuple:
+        from . import pipeline, timing
+        from .frames import to_tensor
+
         rgb, alpha = pipeline.rgb_alpha(image, mask)
         n = len(rgb)
         info: dict[str, Any] = {"operation": operation}
@@ -321,7 +330,9 @@ class GameAnimSpritePixelArt:
         outline_colour: str,
         seed: int,
     ) -> tuple:
-        from .pixelart import hex_palette
+        from . import pipeline
+        from .frames import to_tensor
+        from .pixelart import hex_palette, load_palette
 
         pal = load_palette(confined(host.input_dir(), palette_file)) if palette == "file" else None
         colour = hex_palette([outline_colour])[0] if outline else None
@@ -338,9 +349,6 @@ class GameAnimSpritePixelArt:
             progress=host.progress(len(image)),
         )
         return to_tensor(rgb), to_tensor(alpha)
-
-
-GODOT_CHOICES = ("godot4", "godot3", "both", "none")
 
 
 class GameAnimSpriteSheet:
@@ -411,6 +419,9 @@ class GameAnimSpriteSheet:
         aseprite_json: bool,
         godot: str,
     ) -> dict:
+        from . import pipeline
+        from .frames import to_tensor
+
         name = _next_free(filename_prefix)
         built = pipeline.build_sheet(
             image,
@@ -458,15 +469,15 @@ class GameAnimSpriteExport:
                 "image": field("IMAGE", IMAGE_TIP),
                 "mask": field("MASK", MASK_TIP),
                 "filename_prefix": field("STRING", PREFIX_TIP, default="gameanim/sprite"),
-                "format": field(
-                    ["gif", "apng", "webp", "png_sequence"], "File format (all keep transparency; GIF only 1-bit)."
-                ),
+                "format": field(list(EXPORT_FORMATS), "File format (all keep transparency; GIF only 1-bit)."),
                 "fps": field("FLOAT", "Playback rate.", default=12.0, min=0.1, max=100.0, step=0.1),
                 "loop": field("INT", "Times to loop (0 = forever).", default=0, min=0, max=65535),
             }
         }
 
     def run(self, image: Any, mask: Any, filename_prefix: str, format: str, fps: float, loop: int) -> dict:
+        from . import pipeline
+
         name = _next_free(filename_prefix)
         paths = pipeline.export_animation(
             image, mask, host.output_dir(), name, format, fps, None, loop, host.progress(len(image))

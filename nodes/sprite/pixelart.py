@@ -17,12 +17,11 @@ from PIL import Image
 from ...errors import InputError
 from ...progress import ProgressFn, no_progress
 from .matte import to_lab
+from .options import PALETTE_METHODS
 
 PICO8 = (
     "000000 1d2b53 7e2553 008751 ab5236 5f574f c2c3c7 fff1e8 ff004d ffa300 ffec27 00e436 29adff 83769c ff77a8 ffccaa"
 ).split()
-
-PALETTE_METHODS = ("none", "kmeans", "median_cut", "pico8", "file")
 
 
 def hex_palette(codes: list[str]) -> np.ndarray:

@@ -24,9 +24,8 @@ import numpy as np
 
 from ...errors import InputError
 from ...progress import ProgressFn, no_progress
+from .options import ATLAS_FORMATS, LAYOUTS
 
-LAYOUTS = ("grid", "packed")
-ATLAS_FORMATS = ("texturepacker_hash", "texturepacker_array", "aseprite_hash", "aseprite_array", "godot4", "godot3")
 APP_URL = "https://github.com/gameanim/gameanim"
 
 
