@@ -87,7 +87,7 @@ def test_texturepacker_and_aseprite_contents():
         "direction": "forward",
         "color": "#000000ff",
     }
-    assert list(ase["frames"])[0] == "walk 0.aseprite"
+    assert list(ase["frames"]) == ["0", "1", "2"]
     json.dumps(ase)
 
 

@@ -202,9 +202,14 @@ def texturepacker(sheet: Sheet, image: str, array: bool = False) -> dict:
 
 
 def aseprite(sheet: Sheet, image: str, array: bool = False) -> dict:
-    """Aseprite ``--data`` JSON (hash or array) with one forward ``frameTag`` named after the sheet."""
+    """Aseprite ``--data`` JSON (hash or array) with one forward ``frameTag`` named after the sheet.
+
+    Frames are named by their index (``"0"``, ``"1"``, ...), as Aseprite writes them with
+    ``--filename-format {frame}``: Phaser's ``anims.createFromAseprite`` looks frames up by index
+    and builds an empty animation from Aseprite's default ``"name 0.aseprite"`` keys.
+    """
     w, h = sheet.size
-    names = [f"{sheet.name} {i}.aseprite" for i in range(len(sheet.frames))]
+    names = [str(i) for i in range(len(sheet.frames))]
     if array:
         frames: dict | list = [{"filename": n, **_frame_entry(f)} for n, f in zip(names, sheet.frames, strict=True)]
     else:
