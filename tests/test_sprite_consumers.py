@@ -129,3 +129,32 @@ def test_phaser_loads_texturepacker_and_aseprite(tmp_path, layout):
     assert result["animation"]["frames"] == 6
     # Phaser keeps the per-frame duration it read from the Aseprite data.
     assert result["animation"]["durations"] == [100, 100, 200, 100, 150, 100]
+
+
+def test_godot3_loads_spriteframes(tmp_path):
+    godot = shutil.which("godot3-server") or shutil.which("godot3")
+    if godot is None:
+        skip_because("Godot 3 is not installed (apt-get install -y godot3-server)")
+    paths, _ = sample_sheet(tmp_path, "packed")
+    (tmp_path / "project.godot").write_text('config_version=4\n\n[application]\nconfig/name="atlas_check"\n')
+    shutil.copy(HERE / "js" / "godot3_check.gd", tmp_path / "check.gd")
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    # The editor run imports sheet.png (creates .import/); then the script loads the .tres.
+    subprocess.run([godot, "--path", str(tmp_path), "--editor", "--quit"], env=env, timeout=120, capture_output=True)
+    run = subprocess.run(
+        [godot, "--path", str(tmp_path), "-s", "check.gd"], env=env, timeout=120, capture_output=True, text=True
+    )
+    lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, run.stdout + run.stderr
+    result = json.loads(lines[0][len("RESULT ") :])
+    assert result["class"] == "SpriteFrames"
+    (anim,) = result["animations"]
+    assert anim["name"] == "sheet" and anim["loop"] and anim["speed"] == 10
+    atlas = json.loads(paths[1].read_text())
+    rects = [tuple(v["frame"][k] for k in "xywh") for v in atlas["frames"].values()]
+    # Godot 3 has no per-frame durations: 200 ms and 150 ms frames repeat (rounded to 2 x 100 ms).
+    order = [0, 1, 2, 2, 3, 4, 4, 5]
+    assert [tuple(r[:4]) for r in anim["regions"]] == [rects[i] for i in order]
+    # The AtlasTexture margin restores the untrimmed frame size; the atlas is the whole sheet.
+    assert all((r[4], r[5]) == (96, 112) for r in anim["regions"])
+    assert all(r[6] == atlas["meta"]["size"]["w"] for r in anim["regions"])
