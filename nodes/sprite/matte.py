@@ -101,33 +101,41 @@ def estimate_background(
 def matte_frame(
     frame: np.ndarray, key: np.ndarray, low: float = 8.0, high: float = 30.0, cleanup: int = 1, window: int = 7
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Matte one ``[H,W,3]`` frame against ``key``; returns (despilled rgb, alpha) float32."""
+    """Matte one ``[H,W,3]`` frame against ``key``; returns (despilled rgb, alpha) float32.
+
+    Only the thin rim between background and interior is unmixed (indexed, not full-frame), which
+    keeps the cost near that of the Lab conversion itself.
+    """
     key_lab = to_lab(key[None])[0]
-    dist = np.linalg.norm(cv2.cvtColor(frame, cv2.COLOR_RGB2Lab) - key_lab, axis=-1)
+    diff = cv2.cvtColor(frame, cv2.COLOR_RGB2Lab) - key_lab
+    dist = np.sqrt(np.einsum("hwc,hwc->hw", diff, diff))
     core = (dist >= high).astype(np.uint8)
     if cleanup > 0:
         kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * cleanup + 1, 2 * cleanup + 1))
         core = cv2.morphologyEx(core, cv2.MORPH_OPEN, kernel)
     # Pixels whose whole 3x3 neighbourhood is core are surely opaque; the rim of the core is where
     # anti-aliasing lives (on a dark key a 30% blend already exceeds ``high``), so it is unmixed too.
-    interior = cv2.erode(core, np.ones((3, 3), np.uint8))
-    near_core = cv2.dilate(core, np.ones((3, 3), np.uint8)).astype(bool)
-    # Foreground colour behind each edge pixel: mean of the interior pixels in a small window.
-    inner = interior.astype(np.float32)
-    weight = cv2.boxFilter(inner, -1, (window, window), normalize=False)
-    fg_sum = cv2.boxFilter(frame * inner[..., None], -1, (window, window), normalize=False)
-    fg = np.where(weight[..., None] > 0, fg_sum / np.maximum(weight, 1e-6)[..., None], frame)
-    diff_fg = fg - key
-    denom = np.sum(diff_fg * diff_fg, axis=-1)
-    proj = np.sum((frame - key) * diff_fg, axis=-1) / np.maximum(denom, 1e-6)
-    alpha = np.where(dist < low, 0.0, np.clip(proj, 0.0, 1.0))
-    alpha = np.where(interior.astype(bool), 1.0, np.where(near_core, alpha, 0.0)).astype(np.float32)
-    # Despill: remove the key's share from edge pixels (exact for C = a F + (1 - a) B).
-    safe = np.maximum(alpha, 0.05)[..., None]
-    unmixed = np.clip((frame - (1.0 - safe) * key) / safe, 0.0, 1.0)
-    edge = ((alpha > 0) & (alpha < 1))[..., None]
-    rgb = np.where(edge, unmixed, frame)
-    rgb = np.where(alpha[..., None] > 0, rgb, key).astype(np.float32)
+    square = np.ones((3, 3), np.uint8)
+    interior = cv2.erode(core, square)
+    alpha = interior.astype(np.float32)
+    rgb = np.where(interior[..., None].astype(bool), frame, key).astype(np.float32)
+    rim = (cv2.dilate(core, square) > interior) & (dist >= low)
+    ys, xs = np.nonzero(rim)
+    if len(ys):
+        # Foreground colour behind each rim pixel: mean of the interior pixels in a small window.
+        inner = alpha
+        weight = cv2.boxFilter(inner, -1, (window, window), normalize=False)[ys, xs]
+        fg_sum = cv2.boxFilter(frame * inner[..., None], -1, (window, window), normalize=False)[ys, xs]
+        c = frame[ys, xs]
+        fg = np.where(weight[:, None] > 0, fg_sum / np.maximum(weight, 1e-6)[:, None], c)
+        diff_fg = fg - key
+        proj = np.sum((c - key) * diff_fg, axis=-1) / np.maximum(np.sum(diff_fg * diff_fg, axis=-1), 1e-6)
+        a = np.clip(proj, 0.0, 1.0).astype(np.float32)
+        # Despill: remove the key's share from rim pixels (exact for C = a F + (1 - a) B).
+        safe = np.maximum(a, 0.05)[:, None]
+        unmixed = np.clip((c - (1.0 - safe) * key) / safe, 0.0, 1.0)
+        alpha[ys, xs] = a
+        rgb[ys, xs] = np.where(a[:, None] >= 1.0, c, np.where(a[:, None] > 0, unmixed, key))
     return rgb, alpha
 
 
