@@ -17,6 +17,7 @@ import numpy as np
 from ... import host
 from ...errors import InputError
 from ...paths import confined, sanitize_relative
+from ...preview import animation_preview
 from ..common import category, field
 from .options import ANCHORS, EXPORT_FORMATS, GODOT_CHOICES, LAYOUTS, PALETTE_METHODS, TIMING_OPS
 from .options import STABILISE_MODES as MODES
@@ -483,7 +484,7 @@ class GameAnimSpriteExport:
             image, mask, host.output_dir(), name, format, fps, None, loop, host.progress(len(image))
         )
         entries = [_ui_entry(p) for p in paths]
-        ui: dict[str, Any] = {"images": entries}
+        ui: dict[str, Any] = {"images": entries, **animation_preview(image, fps, mask=mask)}
         if format != "png_sequence":
             ui["animated"] = (True,)
         rel = "\n".join(f"{e['subfolder']}/{e['filename']}".lstrip("/") for e in entries)
