@@ -12,8 +12,6 @@ from gameanim.errors import InputError, UnsafePathError
 from gameanim.nodes.pose import comfy_nodes as nodes
 from gameanim.nodes.pose.blender_worker import ENV_VAR, BlenderError, blender_executable, motion_from_rig
 
-WORKFLOW = "pose_from_rig.json"
-
 
 @pytest.fixture()
 def base_dir(tmp_path, monkeypatch):
@@ -60,43 +58,6 @@ def test_blender_not_configured_names_the_setting(base_dir, tmp_path, monkeypatc
         nodes.LoadMotion().load("hero.fbx", 0, -1, 1, "auto")
     with pytest.raises(BlenderError, match="not an executable"):
         motion_from_rig(rig, blender=str(tmp_path / "no-blender-here"))
-
-
-def _ui_to_api(ui: dict, pack) -> dict:
-    """Minimal UI → API conversion: widgets fill the non-link inputs in INPUT_TYPES order."""
-    core_widgets = {"SaveImage": ["filename_prefix"], "PreviewImage": []}
-    links = {link[0]: link for link in ui["links"]}
-    out = {}
-    for node in ui["nodes"]:
-        inputs = {}
-        for slot in node["inputs"]:
-            link = links[slot["link"]]
-            inputs[slot["name"]] = [str(link[1]), link[2]]
-        if node["type"] in core_widgets:
-            names = core_widgets[node["type"]]
-        else:
-            spec = pack.NODE_CLASS_MAPPINGS[node["type"]].INPUT_TYPES()
-            every = {**spec["required"], **spec.get("optional", {})}
-            names = [
-                n
-                for n, (kind, _) in every.items()
-                if not isinstance(kind, str) or kind in ("INT", "FLOAT", "STRING", "BOOLEAN")
-            ]
-        assert len(names) == len(node["widgets_values"]), node["type"]
-        inputs.update(dict(zip(names, node["widgets_values"], strict=True)))
-        out[str(node["id"])] = {"class_type": node["type"], "inputs": inputs, "_meta": {"title": node["title"]}}
-    return out
-
-
-def test_workflow_twins_agree(pack, pack_root):
-    ui = json.loads((pack_root / "workflows" / WORKFLOW).read_text())
-    api = json.loads((pack_root / "workflows" / "api" / WORKFLOW).read_text())
-    assert _ui_to_api(ui, pack) == api
-    for node in api.values():
-        if node["class_type"].startswith("GameAnim"):
-            assert node["class_type"] in pack.NODE_CLASS_MAPPINGS
-        for value in node["inputs"].values():
-            assert not (isinstance(value, str) and value.startswith("/")), "no absolute paths in workflows"
 
 
 def test_demo_script_writes_frames_and_keypoints(pack_root, tmp_path):
