@@ -3,8 +3,8 @@
     python scripts/demo.py --out demo_out
 
 Writes ``demo_out/pose/pose_0000.png …`` (orientation-true OpenPose maps), ``pose_keypoints.json``
-(POSE_KEYPOINT, the comfyui_controlnet_aux format), ``pose_sheet.png`` (all frames in a row) and
-``pose.gif``.  Other GameAnim features extend this demo (motion scope, sprite sheet from generated
+(POSE_KEYPOINT, the comfyui_controlnet_aux format), ``pose_sheet.png`` + ``pose_sheet.json`` (a
+sprite sheet with its TexturePacker atlas, via ``api.save_sprite_sheet``) and ``pose.gif``.  Other GameAnim features extend this demo (motion scope, sprite sheet from generated
 frames) once they land.
 """
 
@@ -47,28 +47,32 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import_pack()
-    import numpy as np
+    import torch
+    from gameanim import api
     from gameanim.nodes.pose.render_motion import SAMPLE_RUN_CYCLE, CameraSettings, render_motion_file
     from PIL import Image
 
     motion = args.motion or SAMPLE_RUN_CYCLE
+    step = max(1, args.step)
     start = time.perf_counter()
     settings = CameraSettings(preset=args.camera, width=args.size, height=args.size, follow_root=True)
-    result = render_motion_file(motion, settings, (0, None, max(1, args.step)))
+    result = render_motion_file(motion, settings, (0, None, step))
     elapsed = time.perf_counter() - start
 
     pose_dir = args.out / "pose"
     pose_dir.mkdir(parents=True, exist_ok=True)
-    frames = [Image.fromarray(frame) for frame in result.pose_maps]
-    for i, frame in enumerate(frames):
-        frame.save(pose_dir / f"pose_{i:04d}.png")
+    for i, frame in enumerate(result.pose_maps):
+        Image.fromarray(frame).save(pose_dir / f"pose_{i:04d}.png")
     (args.out / "pose_keypoints.json").write_text(json.dumps(result.keypoints), encoding="utf-8")
-    Image.fromarray(np.concatenate(list(result.pose_maps), axis=1)).save(args.out / "pose_sheet.png")
-    duration = int(round(1000 * max(1, args.step) / result.pose.fps))
-    frames[0].save(args.out / "pose.gif", save_all=True, append_images=frames[1:], duration=duration, loop=0)
+    rgb = torch.from_numpy(result.pose_maps).float() / 255.0
+    alpha = torch.ones(rgb.shape[:3])
+    written = api.save_sprite_sheet(rgb, alpha, args.out, "pose_sheet", formats=("texturepacker_hash",))
+    written += api.export_animation(rgb, None, args.out, "pose", "gif", fps=result.pose.fps / step)
     print(
-        f"{len(frames)} pose frames ({args.camera}, {args.size}px, mapping {result.pose.mapping}) in {elapsed:.2f} s -> {args.out.resolve()}"
+        f"{len(result.pose_maps)} pose frames ({args.camera}, {args.size}px, mapping {result.pose.mapping}) in {elapsed:.2f} s"
     )
+    for path in [pose_dir, args.out / "pose_keypoints.json", *written]:
+        print(f"  {path}")
     return 0
 
 

@@ -57,8 +57,9 @@ def pose(frame: int) -> dict[str, tuple[float, float, float]]:
     angles["Head"]["X"] = -6.0
     angles["LeftUpLeg"]["X"] = -38.0 * s
     angles["RightUpLeg"]["X"] = 38.0 * s
-    angles["LeftLeg"]["X"] = 20.0 + 55.0 * (0.5 - 0.5 * s)
-    angles["RightLeg"]["X"] = 20.0 + 55.0 * (0.5 + 0.5 * s)
+    c = math.cos(phi)
+    angles["LeftLeg"]["X"] = 20.0 + 75.0 * max(0.0, c)  # knee folds while the leg swings forward
+    angles["RightLeg"]["X"] = 20.0 + 75.0 * max(0.0, -c)
     angles["LeftFoot"]["X"] = -10.0 * s
     angles["RightFoot"]["X"] = 10.0 * s
     angles["LeftArm"]["Z"] = -72.0
