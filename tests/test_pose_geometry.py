@@ -171,10 +171,10 @@ def test_sphere_depth_and_normals_exact():
     assert np.allclose(zbuf[inside], 100 - np.sqrt(400 - rr[inside]), atol=1e-3)
     assert np.isinf(zbuf[~inside]).all()
     assert np.allclose(normals[40, 50], [0.5 / 20, 0.5 / 20, -1.0], atol=2e-3)
-    rgb = normal_image(zbuf, normals)
+    rgb = normal_image(normals)
     assert np.allclose(rgb[40, 50], [0.5 + 0.0125, 0.5 - 0.0125, 1.0], atol=2e-3)
     assert np.allclose(rgb[0, 0], [0.5, 0.5, 1.0])
-    assert normal_image(zbuf, normals)[40, 69][0] > 0.9  # right edge faces right
+    assert rgb[40, 69][0] > 0.9  # right edge faces right
     depth = depth_image(zbuf, 80.0, 100.0)
     assert depth[40, 50] == pytest.approx(1.0, abs=1e-3) and depth[0, 0] == 0.0
 

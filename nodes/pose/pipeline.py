@@ -105,7 +105,7 @@ def render_capsule_maps(
     normals = np.empty((height, width, 3), dtype=np.float32)
     for f in range(count):
         capsule_maps(ends[f], radii_all[f], width, height, zbuf=depth_maps[f], normals=normals)
-        normal_image(depth_maps[f], normals, out=normal_maps[f])
+        normal_image(normals, out=normal_maps[f])
         depth_image(depth_maps[f], near, far, out=depth_maps[f])
         report(f + 1, count)
     return depth_maps, normal_maps

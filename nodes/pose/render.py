@@ -112,13 +112,14 @@ def capsule_maps(
 
     ``segments`` (K, 2, 3): endpoints as (pixel x, pixel y, depth in pixels) — depth measured in the
     same pixel units as x and y; ``radii`` (K,) in pixels.  A segment with equal endpoints is a
-    sphere.  Background depth is +inf; normals point towards the camera (z < 0 is "towards").
+    sphere.  Background depth is +inf with normal (0, 0, -1); z < 0 points towards the camera.
     ``zbuf`` (H, W) and ``normals`` (H, W, 3) float32 buffers may be passed in to be filled.
     """
     zbuf = np.empty((height, width), dtype=np.float32) if zbuf is None else zbuf
     normals = np.empty((height, width, 3), dtype=np.float32) if normals is None else normals
     zbuf.fill(np.inf)
-    normals.fill(0.0)
+    normals[..., :2] = 0.0
+    normals[..., 2] = -1.0  # background faces the viewer
     for (p0, p1), r in zip(segments, radii, strict=True):
         if not np.isfinite(p0).all() or not np.isfinite(p1).all() or r <= 0:
             continue
@@ -165,14 +166,13 @@ def depth_image(zbuf: np.ndarray, near: float, far: float, out: np.ndarray | Non
     return out
 
 
-def normal_image(zbuf: np.ndarray, normals: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def normal_image(normals: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Normal map (H, W, 3) in [0, 1], ControlNet / BAE convention: R = right, G = up, B = towards the viewer.
 
     Image y grows downwards and camera depth grows away from the viewer, so both flip; the
-    background is the flat "facing the viewer" colour (0.5, 0.5, 1).
+    background normal (0, 0, -1) becomes the flat "facing the viewer" colour (0.5, 0.5, 1).
     """
     out = np.empty(normals.shape, dtype=np.float32) if out is None else out
     np.multiply(normals, np.array([0.5, -0.5, -0.5], dtype=np.float32), out=out)
     out += 0.5
-    out[~np.isfinite(zbuf)] = (0.5, 0.5, 1.0)
     return out
