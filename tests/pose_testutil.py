@@ -27,6 +27,22 @@ JOINTS = [
     ("RightFoot", "RightLeg", (0, -45, 0)),
 ]
 LEAVES = {"HeadTop_End", "LeftHand", "RightHand", "LeftFoot", "RightFoot"}
+FINGER_NAMES = ("Thumb", "Index", "Middle", "Ring", "Pinky")
+
+
+def finger_joints() -> list:
+    """Mixamo-named finger chains (1..3 plus a …4 tip joint) spread along z, for both hands."""
+    joints = []
+    for side, sign in (("Left", 1), ("Right", -1)):
+        for i, finger in enumerate(FINGER_NAMES):
+            parent = f"{side}Hand"
+            for k in range(1, 5):
+                offset = (sign * 4.0, 0, 5.0 * (i - 2)) if k == 1 else (sign * 7.0, 0, 0)
+                joints.append((f"{side}Hand{finger}{k}", parent, offset))
+                parent = f"{side}Hand{finger}{k}"
+    return joints
+
+
 OPENPOSE_SOURCES = {  # index → joint(s) whose mean is the point
     1: ("RightArm", "LeftArm"), 2: ("RightArm",), 3: ("RightForeArm",), 4: ("RightHand",),
     5: ("LeftArm",), 6: ("LeftForeArm",), 7: ("LeftHand",), 8: ("RightUpLeg",), 9: ("RightLeg",),
@@ -36,18 +52,23 @@ HEAD_LENGTH = 20.0
 
 
 def write_bvh(
-    path, frames, prefix: str = "mixamorig:", rename: dict | None = None, head_end_site: bool = False
+    path,
+    frames,
+    prefix: str = "mixamorig:",
+    rename: dict | None = None,
+    head_end_site: bool = False,
+    fingers: bool = False,
 ) -> None:
     """Write the skeleton; ``frames`` is a list of (root_xyz, yaw_degrees) with all other joints at rest.
 
     ``head_end_site`` replaces the HeadTop_End joint by an End Site of Head (CMU style).
     """
     rename = rename or {}
-    joints = [j for j in JOINTS if not (head_end_site and j[0] == "HeadTop_End")]
+    joints = [j for j in JOINTS if not (head_end_site and j[0] == "HeadTop_End")] + (finger_joints() if fingers else [])
     children: dict = {}
     for name, parent, _ in joints:
         children.setdefault(parent, []).append(name)
-    offsets = {name: off for name, _, off in JOINTS}
+    offsets = {name: off for name, _, off in joints}
     lines = ["HIERARCHY"]
 
     def emit(name: str, depth: int) -> None:
@@ -65,7 +86,11 @@ def write_bvh(
         lines.append(f"{pad}  CHANNELS {chans}")
         for child in children.get(name, []):
             emit(child, depth + 1)
-        if name in LEAVES or (head_end_site and name == "Head"):
+        if (
+            (name in LEAVES and not (fingers and name.endswith("Hand")))
+            or (head_end_site and name == "Head")
+            or name.endswith("4")
+        ):
             end = "0 20 0" if name == "Head" else "0 1 0"
             lines.extend([f"{pad}  End Site", pad + "  {", f"{pad}    OFFSET {end}", pad + "  }"])
         lines.append(pad + "}")
@@ -80,10 +105,11 @@ def write_bvh(
 
 
 def rest_positions() -> dict[str, np.ndarray]:
-    parent = {name: p for name, p, _ in JOINTS}
-    offsets = {name: np.array(off, dtype=float) for name, _, off in JOINTS}
+    every = JOINTS + finger_joints()
+    parent = {name: p for name, p, _ in every}
+    offsets = {name: np.array(off, dtype=float) for name, _, off in every}
     out: dict[str, np.ndarray] = {}
-    for name, _, _ in JOINTS:
+    for name, _, _ in every:
         out[name] = offsets[name] + (out[parent[name]] if parent[name] else 0.0)
     return out
 

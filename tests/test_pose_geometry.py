@@ -187,3 +187,40 @@ def test_capsule_maps_near_limb_brighter(pose):
     hand = xy[0, 4]  # right wrist: nearest to a camera on the right
     assert depth[0, int(hand[1]), int(hand[0])] > depth[0].max() - 0.05
     assert (depth > 0).any() and normal.min() >= 0.0 and normal.max() <= 1.0
+
+
+def test_hands_from_finger_bones(tmp_path):
+    from gameanim.nodes.pose.render import HAND_COLORS
+    from gameanim.nodes.pose.render_motion import CameraSettings, render_pose
+    from pose_testutil import FINGER_NAMES, rest_positions, yaw_matrix
+
+    frames = [((0.0, 100.0, 0.0), 0.0), ((0.0, 100.0, 0.0), 180.0)]
+    path = tmp_path / "hands.bvh"
+    write_bvh(path, frames, fingers=True)
+    pose = pose3d_from_motion(load_motion(path))
+    assert pose.hands is not None and pose.hands.shape == (2, 2, 21, 3)
+    rest = rest_positions()
+    for f, (root, yaw) in enumerate(frames):
+        for s, side in enumerate(("Left", "Right")):
+            names = [f"{side}Hand"] + [f"{side}Hand{finger}{k}" for finger in FINGER_NAMES for k in range(1, 5)]
+            expected = np.array(root) + rest_positions_rotated(rest, names, yaw_matrix(yaw))
+            assert np.abs(pose.hands[f, s] - expected).max() < 1e-9
+    result = render_pose(pose, CameraSettings(preset="front", width=W, height=H))
+    person = result.keypoints[0]["people"][0]
+    left, right = person["hand_left_keypoints_2d"], person["hand_right_keypoints_2d"]
+    assert len(left) == 63 and len(right) == 63
+    # Front view: the character's left hand is on screen right, and its wrist equals body point 7.
+    assert left[0] > right[0] and left[0] == person["pose_keypoints_2d"][7 * 3]
+    # From the top the fingers spread out: blue points and the annotator's rainbow edges are drawn.
+    image = render_pose(pose, CameraSettings(preset="top", width=W, height=H)).pose_maps[0]
+    assert (image == np.array([0, 0, 255], dtype=np.uint8)).all(axis=-1).sum() > 200
+    assert (image == np.array(HAND_COLORS[5], dtype=np.uint8)).all(axis=-1).any()  # a rainbow finger edge
+    assert pose3d_from_motion(load_motion(path), hands=False).hands is None
+
+
+def rest_positions_rotated(rest, names, rot):
+    return np.stack([rot @ rest[n] for n in names])
+
+
+def test_no_hands_without_finger_bones(pose):
+    assert pose.hands is None

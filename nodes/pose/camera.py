@@ -97,9 +97,12 @@ def preset_basis(preset: str, forward: np.ndarray, up: np.ndarray) -> np.ndarray
 
 
 def fit_points(pose: Pose3D) -> np.ndarray:
-    """The world points auto-fit must keep in frame: 18 points plus the head's top and sides."""
+    """The world points auto-fit must keep in frame: 18 points, the head's top and the hands."""
     top = pose.head_centre + pose.up * pose.head_radius
-    return np.concatenate([pose.points, pose.head_centre[:, None], top[:, None]], axis=1)
+    parts = [pose.points, pose.head_centre[:, None], top[:, None]]
+    if pose.hands is not None:
+        parts.append(pose.hands.reshape(pose.frame_count, -1, 3))
+    return np.concatenate(parts, axis=1)
 
 
 def follow_offsets(pose: Pose3D, follow_root: bool) -> np.ndarray:

@@ -101,6 +101,11 @@ class LoadMotion:
                     "Blender executable or bpy-Python for FBX/.blend files; empty = the GAMEANIM_BLENDER environment variable.",
                     default="",
                 ),
+                "hands": field(
+                    "BOOLEAN",
+                    "Add 21-point OpenPose hands when the rig has Mixamo-named finger bones on both hands.",
+                    default=True,
+                ),
             },
         }
 
@@ -121,6 +126,7 @@ class LoadMotion:
         skeleton_mapping: str,
         mapping_file: str = "",
         blender_executable: str = "",
+        hands: bool = True,
     ) -> tuple[Pose3D]:
         path = _resolve_motion(motion)
         frames = (frame_start, None if frame_end < 0 else frame_end, frame_step)
@@ -136,7 +142,7 @@ class LoadMotion:
             mapping: Any = load_mapping(confined(host.input_dir(), mapping_file))
         else:
             mapping = skeleton_mapping
-        return (pose3d_from_motion(loaded, mapping),)
+        return (pose3d_from_motion(loaded, mapping, hands),)
 
 
 class PoseCamera:

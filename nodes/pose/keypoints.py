@@ -13,19 +13,36 @@ from typing import Any
 import numpy as np
 
 
-def pose_keypoint_frames(xy: np.ndarray, visible: np.ndarray, width: int, height: int) -> list[dict[str, Any]]:
-    """Pixel points (F, 18, 2) and visibility (F, 18) → the POSE_KEYPOINT list."""
+def _flat(points: np.ndarray, visible: np.ndarray, scale: np.ndarray) -> list[float]:
+    flat: list[float] = []
+    for (x, y), v in zip(points / scale, visible, strict=True):
+        flat.extend((float(x), float(y), 1.0) if v else (0.0, 0.0, 0.0))
+    return flat
+
+
+def pose_keypoint_frames(
+    xy: np.ndarray,
+    visible: np.ndarray,
+    width: int,
+    height: int,
+    hands_xy: np.ndarray | None = None,
+    hands_visible: np.ndarray | None = None,
+) -> list[dict[str, Any]]:
+    """Pixel points (F, 18, 2) and visibility (F, 18) → the POSE_KEYPOINT list.
+
+    ``hands_xy`` (F, 2, 21, 2) with ``hands_visible`` (left, right) fill the hand lists (63 values).
+    """
     frames: list[dict[str, Any]] = []
     scale = np.array([float(width), float(height)])
-    for pts, vis in zip(xy, visible, strict=True):
-        flat: list[float] = []
-        for (x, y), v in zip(pts / scale, vis, strict=True):
-            flat.extend((float(x), float(y), 1.0) if v else (0.0, 0.0, 0.0))
+    for f, (pts, vis) in enumerate(zip(xy, visible, strict=True)):
+        hands = [None, None]
+        if hands_xy is not None and hands_visible is not None:
+            hands = [_flat(hands_xy[f, side], hands_visible[f, side], scale) for side in range(2)]
         person = {
-            "pose_keypoints_2d": flat,
+            "pose_keypoints_2d": _flat(pts, vis, scale),
             "face_keypoints_2d": None,
-            "hand_left_keypoints_2d": None,
-            "hand_right_keypoints_2d": None,
+            "hand_left_keypoints_2d": hands[0],
+            "hand_right_keypoints_2d": hands[1],
         }
         frames.append({"people": [person], "canvas_height": int(height), "canvas_width": int(width)})
     return frames

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...progress import ProgressFn, no_progress
 from .camera import Camera
-from .render import CAPSULES, capsule_maps, depth_image, depth_shade, draw_openpose, normal_image
+from .render import CAPSULES, capsule_maps, depth_image, depth_shade, draw_hand, draw_openpose, normal_image
 from .skeleton import FACE_INDEX, Pose3D
 
 # A face point is hidden when its outward normal turns away from the camera beyond this cosine:
@@ -23,6 +23,8 @@ class Projected:
     xy: np.ndarray
     depth: np.ndarray
     visible: np.ndarray
+    hands_xy: np.ndarray | None = None  # (F, 2, 21, 2) left, right
+    hands_visible: np.ndarray | None = None  # (F, 2, 21)
 
 
 def project_pose(pose: Pose3D, camera: Camera) -> Projected:
@@ -39,7 +41,14 @@ def project_pose(pose: Pose3D, camera: Camera) -> Projected:
     visible[:, face] = cosine >= FACE_CULL_COSINE
     inside = (xy[..., 0] >= 0) & (xy[..., 0] < camera.width) & (xy[..., 1] >= 0) & (xy[..., 1] < camera.height)
     visible &= inside
-    return Projected(xy, depth, visible)
+    result = Projected(xy, depth, visible)
+    if pose.hands is not None:
+        count = pose.frame_count
+        hands_xy, _ = camera.project(pose.hands.reshape(count, 42, 3))
+        result.hands_xy = hands_xy.reshape(count, 2, 21, 2)
+        hx, hy = result.hands_xy[..., 0], result.hands_xy[..., 1]
+        result.hands_visible = (hx >= 0) & (hx < camera.width) & (hy >= 0) & (hy < camera.height)
+    return result
 
 
 def render_pose_maps(
@@ -71,6 +80,9 @@ def render_pose_maps(
             stick_width,
             None if shade is None else shade[f],
         )
+        if projected.hands_xy is not None and projected.hands_visible is not None:
+            for side in range(2):
+                draw_hand(canvas, projected.hands_xy[f, side], projected.hands_visible[f, side])
         if as_float:
             np.multiply(canvas, inv, out=out[f])
         else:

@@ -82,6 +82,33 @@ def draw_openpose(
     return canvas
 
 
+HAND_EDGES = (
+    (0, 1), (1, 2), (2, 3), (3, 4), (0, 5), (5, 6), (6, 7), (7, 8), (0, 9), (9, 10),
+    (10, 11), (11, 12), (0, 13), (13, 14), (14, 15), (15, 16), (0, 17), (17, 18), (18, 19), (19, 20),
+)  # fmt: skip
+
+
+def _hsv_rainbow(count: int) -> list[list[int]]:
+    """The annotator's hand edge colours: hue i / count at full saturation and value."""
+    hsv = np.array([[[int(round(180 * i / count)), 255, 255] for i in range(count)]], dtype=np.uint8)
+    return cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB)[0].astype(int).tolist()
+
+
+HAND_COLORS = _hsv_rainbow(len(HAND_EDGES))
+
+
+def draw_hand(canvas: np.ndarray, xy: np.ndarray, visible: np.ndarray) -> None:
+    """Draw one 21-point hand in place like the annotator: rainbow edges (width 2), blue points (radius 4)."""
+    for k, (a, b) in enumerate(HAND_EDGES):
+        if visible[a] and visible[b]:
+            cv2.line(
+                canvas, (int(xy[a, 0]), int(xy[a, 1])), (int(xy[b, 0]), int(xy[b, 1])), HAND_COLORS[k], thickness=2
+            )
+    for i in range(21):
+        if visible[i]:
+            cv2.circle(canvas, (int(xy[i, 0]), int(xy[i, 1])), 4, (0, 0, 255), thickness=-1)
+
+
 def depth_shade(depth: np.ndarray, visible: np.ndarray, near: float = 1.0, far: float = 0.35) -> np.ndarray:
     """Per-point brightness (F, 18): ``near`` for the nearest visible point of the motion, ``far`` for the farthest."""
     seen = depth[visible.astype(bool)]

@@ -70,7 +70,9 @@ def render_pose(
     camera = settings.fit(pose)
     projected = project_pose(pose, camera)
     maps = render_pose_maps(projected, camera.width, camera.height, stick_width, depth_shading, progress, as_float)
-    keypoints = pose_keypoint_frames(projected.xy, projected.visible, camera.width, camera.height)
+    keypoints = pose_keypoint_frames(
+        projected.xy, projected.visible, camera.width, camera.height, projected.hands_xy, projected.hands_visible
+    )
     result = PoseRender(pose, camera, projected, maps, keypoints)
     if with_depth_normal:
         result.depth_maps, result.normal_maps = render_capsule_maps(pose, camera, progress)

@@ -77,6 +77,7 @@ _FACE_LAYOUT = {  # (up, forward, left) coefficients
     "l_ear": (0.45, 0.0, 0.95 * 0.45),
 }
 _HEAD_CENTRE_UP = 0.45
+FINGERS = ("Thumb", "Index", "Middle", "Ring", "Pinky")
 _PREFIX = re.compile(r"^(?:.*:|mixamorig\d*_)")
 
 
@@ -101,6 +102,7 @@ class Pose3D:
     fps: float
     frame_numbers: np.ndarray
     mapping: str
+    hands: np.ndarray | None = None  # (F, 2, 21, 3): left hand, right hand (OpenPose hand order)
 
     @property
     def frame_count(self) -> int:
@@ -218,13 +220,39 @@ def _joint_points(arr: np.ndarray, table: dict[str, int], value: str | list[str]
     return arr[..., idx, :].mean(axis=-2)
 
 
+def hand_joints(names: list[str], side: str) -> list[int] | None:
+    """Joint indices of the 21 OpenPose hand points from Mixamo finger names, or None if any is missing.
+
+    Point 0 is ``<Side>Hand``; each finger takes ``<Side>Hand<Finger>1..4`` (Mixamo's ``…4`` are
+    fingertip end bones; without them the tip of ``…3`` is used: its BVH End Site or Blender tail).
+    """
+    table = _index(names)
+    wrist = _lookup(table, f"{side}Hand")
+    if wrist is None:
+        return None
+    found = [wrist]
+    for finger in FINGERS:
+        for k in range(1, 5):
+            j = _lookup(table, f"{side}Hand{finger}{k}")
+            if j is None and k == 4:
+                j = _lookup(table, f"{side}Hand{finger}3_End")
+            if j is None:
+                return None
+            found.append(j)
+    return found
+
+
 def _normalise(v: np.ndarray) -> np.ndarray:
     norm = np.linalg.norm(v, axis=-1, keepdims=True)
     return v / np.maximum(norm, 1e-12)
 
 
-def pose3d_from_motion(motion: Motion, mapping: str | dict[str, Any] = "auto") -> Pose3D:
-    """Map a motion's joints to the 18 OpenPose points (see the module docstring)."""
+def pose3d_from_motion(motion: Motion, mapping: str | dict[str, Any] = "auto", hands: bool = True) -> Pose3D:
+    """Map a motion's joints to the 18 OpenPose points (see the module docstring).
+
+    With ``hands`` and a rig that has all Mixamo-named finger bones on both hands, the 21-point
+    OpenPose hands are added too (:func:`hand_joints`).
+    """
     name, spec = resolve_mapping(motion.names, mapping)
     table = _index(motion.names)
     n_frames = motion.frame_count
@@ -276,6 +304,11 @@ def pose3d_from_motion(motion: Motion, mapping: str | dict[str, Any] = "auto") -
     rest_body = motion.rest_positions
     height = float(np.ptp(rest_body[:, 1])) or head_len * 8.0
     root = motion.positions[:, 0]
+    hand_points = None
+    if hands:
+        sides = [hand_joints(motion.names, side) for side in ("Left", "Right")]
+        if all(idx is not None for idx in sides):
+            hand_points = np.stack([motion.positions[:, idx] for idx in sides], axis=1)
     return Pose3D(
         points,
         normals,
@@ -288,4 +321,5 @@ def pose3d_from_motion(motion: Motion, mapping: str | dict[str, Any] = "auto") -
         motion.fps,
         motion.frame_numbers,
         name,
+        hand_points,
     )
