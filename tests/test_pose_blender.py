@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gameanim.nodes.pose.blender_worker import ENV_VAR, BlenderWorker, motion_from_rig, worker_command
+from gameanim.nodes.pose.blender_worker import ENV_VAR, BlenderWorker, motion_from_rig, render_rig_maps, worker_command
 from gameanim.nodes.pose.camera import PRESETS
 from gameanim.nodes.pose.motion import load_motion
 from gameanim.nodes.pose.render_motion import SAMPLE_RUN_CYCLE, CameraSettings, render_pose
@@ -66,3 +66,32 @@ def test_worker_reports_blender_errors(tmp_path):
             worker.request("load", path=str(bad))
         with pytest.raises(Exception, match="no armature"):
             worker.request("motion")
+
+
+@pytest.fixture(scope="module")
+def fbx_with_head(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rig") / "run_cycle_head.fbx"
+    cmd = worker_command(BLENDER, MAKE_FBX, [str(SAMPLE_RUN_CYCLE), str(out), "--head-sphere"])
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return out
+
+
+@pytest.mark.parametrize("projection", ["orthographic", "perspective"])
+def test_mesh_render_lines_up_with_pose_camera(fbx_with_head, projection):
+    """A sphere skinned to the head renders where our camera projects the head centre."""
+    pose = pose3d_from_motion(motion_from_rig(fbx_with_head, frames=[0, 6, 12]))
+    camera = CameraSettings(preset="three_quarter", projection=projection, width=128, height=128).fit(pose)
+    depth, normal, silhouette = render_rig_maps(fbx_with_head, pose, camera, BLENDER)
+    assert depth.shape == (3, 128, 128) and normal.shape == (3, 128, 128, 3) and silhouette.shape == (3, 128, 128)
+    centre, _ = camera.project(pose.head_centre[:, None])
+    for f in range(3):
+        ys, xs = np.nonzero(silhouette[f] > 0.5)
+        assert abs(xs.mean() + 0.5 - centre[f, 0, 0]) < 0.5 and abs(ys.mean() + 0.5 - centre[f, 0, 1]) < 0.5, f
+        if projection == "orthographic":
+            assert abs(np.sqrt(len(xs) / np.pi) - pose.head_radius * camera.scale) < 0.5
+        # The sphere's top faces up (green high), its screen-right side faces right (red high).
+        cy, cx = int(centre[f, 0, 1]), int(centre[f, 0, 0])
+        r = int(pose.head_radius * camera.scale * 0.6) if projection == "orthographic" else 3
+        assert normal[f, cy - r, cx, 1] > 0.6 and normal[f, cy, cx + r, 0] > 0.6
+        assert depth[f][silhouette[f] > 0.5].min() >= 0.2 and depth[f][silhouette[f] < 0.5].max() == 0.0

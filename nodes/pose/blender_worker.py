@@ -13,9 +13,12 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ...errors import InputError
 from ...progress import ProgressFn, no_progress
@@ -154,3 +157,93 @@ def motion_from_rig(
     total = len(data.get("frames") or [])
     picked = select_frames(total, frames) if total else None
     return motion_from_dict(data, path.name, None if picked is None else picked.tolist())
+
+
+# Y-up (ours) → Blender Z-up: the inverse of motion._Z_TO_Y.
+_Y_TO_Z = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
+
+
+def normals_from_depth(depth: np.ndarray, alpha: np.ndarray, px_per_unit: float) -> np.ndarray:
+    """Camera-space normals (x right, y down, z away) from a depth map's gradients (Workbench has no normal pass)."""
+    dz_dy, dz_dx = np.gradient(np.where(alpha > 0.5, depth, np.nan).astype(np.float64))
+    n = np.stack([dz_dx * px_per_unit, dz_dy * px_per_unit, -np.ones_like(depth, dtype=np.float64)], axis=-1)
+    n /= np.linalg.norm(n, axis=-1, keepdims=True)
+    bad = ~np.isfinite(n).all(axis=-1)
+    n[bad] = (0.0, 0.0, -1.0)
+    return n.astype(np.float32)
+
+
+def render_rig_maps(
+    path: str | Path,
+    pose: Any,
+    camera: Any,
+    blender: str = "",
+    engine: str = "BLENDER_WORKBENCH",
+    progress: ProgressFn | None = None,
+    timeout: float = 1800.0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mesh depth (F, H, W), normals (F, H, W, 3) in [0, 1] and silhouette (F, H, W) rendered by Blender.
+
+    ``pose`` must come from the same rig file (its frame numbers are Blender frames) and ``camera``
+    is a fitted GameAnim camera, so the maps line up with the pose maps pixel for pixel.  Depth is
+    normalised over the whole motion (near 1.0, far 0.2, background 0) like the capsule maps.
+    """
+    from .render import depth_image, normal_image
+
+    path = Path(path)
+    if path.suffix.lower() not in RIG_SUFFIXES:
+        raise InputError(f"{path.name}: mesh maps need the rig file (.fbx, .blend, .glb, .gltf) the motion came from.")
+    basis = camera.basis @ _Y_TO_Z.T  # rows: right, up, view in Blender axes
+    eyes = camera.eye @ _Y_TO_Z.T
+    if not camera.perspective:  # our ortho eye sits inside the motion; Blender clips behind the camera
+        eyes = eyes - basis[2] * (10.0 * max(camera.width, camera.height) / camera.scale)
+    # A tight clip range keeps the (non-linear, perspective) depth buffer precise.
+    cam_pts = np.einsum("ij,fkj->fki", basis, (pose.points @ _Y_TO_Z.T) - eyes[:, None, :])
+    extent = float(np.ptp(cam_pts.reshape(-1, 3), axis=0).max()) + 4.0 * pose.head_radius
+    clip = (max(float(cam_pts[..., 2].min()) - extent, 1e-3 * extent), float(cam_pts[..., 2].max()) + extent)
+    spec = {
+        "clip": [clip[0], clip[1]],
+        "right": basis[0].tolist(),
+        "up": basis[1].tolist(),
+        "view": basis[2].tolist(),
+        "eyes": eyes.tolist(),
+        "perspective": bool(camera.perspective),
+        "scale": float(camera.scale),
+        "principal": [float(camera.principal[0]), float(camera.principal[1])],
+    }
+    with tempfile.TemporaryDirectory(prefix="gameanim_render_") as out_dir:
+        with BlenderWorker(blender, timeout) as worker:
+            worker.request("load", path=str(path.resolve()))
+            answer = worker.request(
+                "render",
+                progress=progress,
+                frames=[int(f) for f in pose.frame_numbers],
+                camera=spec,
+                width=camera.width,
+                height=camera.height,
+                engine=engine,
+                out_dir=out_dir,
+            )
+        alphas = np.stack([np.load(base + "_alpha.npy") for base in answer["frames"]])
+        depths = np.stack([np.load(base + "_depth.npy") for base in answer["frames"]])
+        world_normals = [np.load(base + "_normal.npy") for base in answer["frames"]] if answer.get("normals") else None
+    inside = alphas > 0.5
+    zbuf = np.where(inside, depths, np.inf).astype(np.float32)
+    near = float(zbuf[inside].min()) if inside.any() else 0.0
+    far = float(zbuf[inside].max()) if inside.any() else 1.0
+    depth_maps = np.stack([depth_image(z, near, far) for z in zbuf])
+    normal_maps = np.empty((*zbuf.shape, 3), dtype=np.float32)
+    for f in range(zbuf.shape[0]):
+        if world_normals is not None:
+            n = world_normals[f] @ basis.T  # → camera x right, y up, z along the view
+            n = n * np.array([1.0, -1.0, 1.0])
+        else:
+            scale = (
+                camera.scale / max(float(np.median(depths[f][inside[f]])), 1e-6)
+                if camera.perspective and inside[f].any()
+                else camera.scale
+            )
+            n = normals_from_depth(depths[f], alphas[f], scale)
+        n = np.where(inside[f][..., None], n, np.array([0.0, 0.0, -1.0])).astype(np.float32)
+        normal_image(n, out=normal_maps[f])
+    return depth_maps, normal_maps, alphas.clip(0.0, 1.0).astype(np.float32)
