@@ -23,6 +23,7 @@ pytestmark = pytest.mark.skipif(
     not BLENDER, reason=f"{ENV_VAR} is not set (point it at Blender or a bpy==5.0.1 venv python to test the worker)"
 )
 MAKE_FBX = Path(__file__).parent / "fixtures" / "pose" / "make_mixamo_fbx.py"
+EXPORT_ADDON = Path(__file__).parent / "fixtures" / "pose" / "export_with_addon.py"
 
 
 @pytest.fixture(scope="module")
@@ -95,3 +96,28 @@ def test_mesh_render_lines_up_with_pose_camera(fbx_with_head, projection):
         r = int(pose.head_radius * camera.scale * 0.6) if projection == "orthographic" else 3
         assert normal[f, cy - r, cx, 1] > 0.6 and normal[f, cy, cx + r, 0] > 0.6
         assert depth[f][silhouette[f] > 0.5].min() >= 0.2 and depth[f][silhouette[f] < 0.5].max() == 0.0
+
+
+def _keypoints(pose, preset):
+    result = render_pose(pose, CameraSettings(preset=preset, width=256, height=256))
+    return np.array([f["people"][0]["pose_keypoints_2d"] for f in result.keypoints])
+
+
+def test_addon_export_and_blend_file_match_bvh(tmp_path):
+    from gameanim.nodes.pose.motion import motion_from_json
+
+    out = tmp_path / "run.json"
+    done = subprocess.run(
+        worker_command(BLENDER, EXPORT_ADDON, [str(SAMPLE_RUN_CYCLE), str(out)]),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    bvh = pose3d_from_motion(load_motion(SAMPLE_RUN_CYCLE))
+    from_json = pose3d_from_motion(motion_from_json(out))
+    from_blend = pose3d_from_motion(motion_from_rig(tmp_path / "run.blend"))
+    for preset in ("front", "side_right", "top"):
+        expected = _keypoints(bvh, preset)
+        assert np.abs(_keypoints(from_json, preset) - expected).max() < 1e-4
+        assert np.abs(_keypoints(from_blend, preset) - expected).max() < 1e-4
