@@ -5,6 +5,7 @@ from __future__ import annotations
 import gameanim.nodes.pose.camera as cam_mod
 import numpy as np
 import pytest
+from gameanim.errors import InputError
 from gameanim.nodes.pose.motion import load_motion
 from gameanim.nodes.pose.pipeline import project_pose, render_capsule_maps, render_pose_maps
 from gameanim.nodes.pose.render import COLORS, capsule_maps, depth_image, normal_image
@@ -224,3 +225,15 @@ def rest_positions_rotated(rest, names, rot):
 
 def test_no_hands_without_finger_bones(pose):
     assert pose.hands is None
+
+
+def test_wider_fov_means_stronger_perspective(pose):
+    """A wider angle moves the camera closer, so near and far points differ more in scale."""
+    ratios = []
+    for fov in (10.0, 60.0):
+        camera = cam_mod.make_camera(pose, "front", "perspective", W, H, fov_degrees=fov)
+        depth = camera.to_camera(pose.points)[..., 2]
+        ratios.append(float(depth.max() / depth.min()))
+    assert ratios[1] > ratios[0] > 1.0
+    with pytest.raises(InputError):
+        cam_mod.make_camera(pose, "front", "perspective", W, H, fov_degrees=0.0)

@@ -128,7 +128,9 @@ def make_camera(
 ) -> Camera:
     """Build a camera for ``pose``; auto-fits unless both ``target`` and ``scale`` are given.
 
-    ``distance`` (perspective) defaults to 2.5× the motion's size, ``target`` to the centre of
+    ``distance`` (perspective) defaults to the distance at which the motion's size fills
+    ``fov_degrees`` (a wider angle puts the camera closer: stronger perspective; the fit then
+    scales the image to the canvas either way), ``target`` to the centre of
     its bounding box; ``scale`` is px per unit (ortho) or the focal length in px (perspective).
     """
     if projection not in PROJECTIONS:
@@ -146,7 +148,12 @@ def make_camera(
     size = float(np.linalg.norm(hi - lo)) or 1.0
     perspective = projection == "perspective"
     if perspective:
-        dist = 2.5 * size if distance is None else float(distance)
+        if distance is None:
+            if not 1.0 <= fov_degrees <= 150.0:
+                raise InputError(f"fov_degrees must be in [1, 150], got {fov_degrees}")
+            dist = max(0.5 * size / np.tan(np.radians(fov_degrees) / 2.0), 0.75 * size)
+        else:
+            dist = float(distance)
         eye = centre - dist * basis[2] + shift
     else:
         eye = centre + shift

@@ -182,7 +182,7 @@ class PoseCamera:
                 ),
                 "fov_degrees": field(
                     "FLOAT",
-                    "Perspective field of view feel; the fit keeps the character in frame.",
+                    "Perspective only: the angle the whole motion spans. Wider = camera closer = stronger perspective; the fit keeps the character in frame.",
                     default=30.0,
                     min=5.0,
                     max=120.0,
