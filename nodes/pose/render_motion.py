@@ -5,7 +5,7 @@ Shared by the nodes, :mod:`...api` and ``scripts/demo.py`` so all three give the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,6 @@ class PoseRender:
     keypoints: list[dict[str, Any]]
     depth_maps: np.ndarray | None = None
     normal_maps: np.ndarray | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
 
 
 def render_pose(

@@ -179,7 +179,8 @@ def load_mapping(path: str | Path) -> dict[str, Any]:
 
 
 def resolve_mapping(names: list[str], mapping: str | dict[str, Any] = "auto") -> tuple[str, dict[str, Any]]:
-    """Pick the mapping for a rig: a built-in by name, ``auto`` (first built-in that fits) or a dict.
+    """Pick the mapping for a rig: a built-in by name, ``auto`` (the fitting built-in that finds most
+    optional joints) or a dict.
 
     Raises an :class:`InputError` naming, per mapping tried, the joints the rig lacks.
     """
