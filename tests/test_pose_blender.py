@@ -121,3 +121,22 @@ def test_addon_export_and_blend_file_match_bvh(tmp_path):
         expected = _keypoints(bvh, preset)
         assert np.abs(_keypoints(from_json, preset) - expected).max() < 1e-4
         assert np.abs(_keypoints(from_blend, preset) - expected).max() < 1e-4
+
+
+def test_nodes_with_a_rig_file(fbx_with_head, tmp_path, monkeypatch):
+    import shutil
+
+    from gameanim.nodes.pose import comfy_nodes as nodes
+
+    monkeypatch.setenv("GAMEANIM_BASE_DIR", str(tmp_path))
+    (tmp_path / "input" / "rigs").mkdir(parents=True)
+    shutil.copy(fbx_with_head, tmp_path / "input" / "rigs" / "hero.fbx")
+    assert "rigs/hero.fbx" in nodes.LoadMotion.INPUT_TYPES()["required"]["motion"][0]
+    assert nodes.RenderRigMesh.INPUT_TYPES()["required"]["rig"][0] == ["rigs/hero.fbx"]
+    (pose,) = nodes.LoadMotion().load("rigs/hero.fbx", 0, 12, 4, "auto", blender_executable=BLENDER)
+    assert pose.frame_count == 3 and pose.frame_numbers.tolist() == [1, 5, 9]
+    (camera,) = nodes.PoseCamera().build("side_right", "orthographic", 96, 96, 0.1, True, 30.0)
+    images, keypoints = nodes.RenderPose().render(pose, camera, 2, False)
+    depth, normal, mask = nodes.RenderRigMesh().render(pose, camera, "rigs/hero.fbx", "workbench", BLENDER)
+    assert tuple(images.shape) == tuple(depth.shape) == tuple(normal.shape) == (3, 96, 96, 3)
+    assert tuple(mask.shape) == (3, 96, 96) and 0.0 < float(mask.mean()) < 0.2
