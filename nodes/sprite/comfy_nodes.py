@@ -17,6 +17,7 @@ import numpy as np
 from ... import host
 from ...errors import InputError
 from ...paths import confined, sanitize_relative
+from ...preview import animation_preview
 from ..common import category, field
 from .options import ANCHORS, EXPORT_FORMATS, GODOT_CHOICES, LAYOUTS, PALETTE_METHODS, TIMING_OPS
 from .options import STABILISE_MODES as MODES
@@ -486,6 +487,8 @@ class GameAnimSpriteExport:
         ui: dict[str, Any] = {"images": entries}
         if format != "png_sequence":
             ui["animated"] = (True,)
+        # The pack's web player (play, scrub, onion skin, checkerboard behind alpha) on the node.
+        ui.update(animation_preview(image, fps, mask))
         rel = "\n".join(f"{e['subfolder']}/{e['filename']}".lstrip("/") for e in entries)
         return {"ui": ui, "result": (rel,)}
 
