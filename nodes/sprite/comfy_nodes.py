@@ -38,9 +38,8 @@ def _next_free(prefix: str) -> str:
     parent = confined(base, rel).parent
     stem = Path(rel).name
     pattern = re.compile(re.escape(stem) + r"_(\d{5})")
-    used = (
-        [int(m.group(1)) for p in parent.glob(f"{stem}_*") if (m := pattern.match(p.name))] if parent.is_dir() else []
-    )
+    names = [p.name for p in parent.iterdir()] if parent.is_dir() else []
+    used = [int(m.group(1)) for n in names if (m := pattern.match(n))]
     return f"{rel}_{(max(used) + 1) if used else 1:05d}"
 
 
