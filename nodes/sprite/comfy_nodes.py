@@ -116,7 +116,7 @@ class GameAnimSpriteRemoveBackground:
                 "image": field("IMAGE", IMAGE_TIP),
                 "low": field(
                     "FLOAT",
-                    "ΔE (CIE Lab) below which a pixel is background.",
+                    "ΔE (CIE Lab) below which a pixel is background; also the tolerance of the solid-background check (raise it for noisy or slightly shaded backgrounds).",
                     default=8.0,
                     min=0.0,
                     max=100.0,
