@@ -483,7 +483,7 @@ class GameAnimSpriteExport:
             image, mask, host.output_dir(), name, format, fps, None, loop, host.progress(len(image))
         )
         entries = [_ui_entry(p) for p in paths]
-        ui: dict[str, Any] = {"images": entries, **animation_preview(image, fps, mask=mask)}
+        ui: dict[str, Any] = {"images": entries}
         if format != "png_sequence":
             ui["animated"] = (True,)
         # The pack's web player (play, scrub, onion skin, checkerboard behind alpha) on the node.
