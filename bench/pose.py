@@ -130,6 +130,43 @@ def main() -> None:
         camera = settings.fit(sub)
         t_caps, _ = timed(lambda: render_capsule_maps(sub, camera), repeats=2)
         print(f"capsule depth + normal maps     {m / t_caps:10.0f} frames/s  ({1000 * t_caps / m:.1f} ms/frame)")
+        blender_timings(Path(tmp))
+
+
+def blender_timings(folder: Path) -> None:
+    """Worker start, FBX load, motion read-out and Workbench mesh render, when GAMEANIM_BLENDER is set."""
+    import os
+    import subprocess
+
+    from gameanim.nodes.pose.blender_worker import ENV_VAR, BlenderWorker, render_rig_maps, worker_command
+    from gameanim.nodes.pose.motion import motion_from_dict
+    from gameanim.nodes.pose.render_motion import SAMPLE_RUN_CYCLE, CameraSettings
+    from gameanim.nodes.pose.skeleton import pose3d_from_motion
+
+    blender = os.environ.get(ENV_VAR, "")
+    if not blender:
+        print(f"{ENV_VAR} not set: Blender worker timings skipped")
+        return
+    fbx = folder / "run_cycle.fbx"
+    maker = ROOT / "tests" / "fixtures" / "pose" / "make_mixamo_fbx.py"
+    subprocess.run(
+        worker_command(blender, maker, [str(SAMPLE_RUN_CYCLE), str(fbx), "--head-sphere"]),
+        check=True,
+        capture_output=True,
+    )
+    start = time.perf_counter()
+    with BlenderWorker(blender) as worker:
+        t_start = time.perf_counter() - start
+        worker.request("load", path=str(fbx))
+        t_load = time.perf_counter() - start - t_start
+        data = worker.request("motion")["motion"]
+        t_motion = time.perf_counter() - start - t_start - t_load
+    n = len(data["frames"])
+    print(f"Blender worker: start {t_start:.2f} s, FBX load {t_load:.2f} s, motion {n / t_motion:.0f} frames/s")
+    pose = pose3d_from_motion(motion_from_dict(data))
+    camera = CameraSettings(preset="three_quarter", width=256, height=256).fit(pose)
+    t_render, _ = timed(lambda: render_rig_maps(fbx, pose, camera, blender), repeats=1)
+    print(f"mesh maps (Workbench, 256x256, incl. worker start) {n / t_render:.1f} frames/s ({t_render:.1f} s for {n})")
 
 
 if __name__ == "__main__":
