@@ -30,11 +30,11 @@ def _motion_choices() -> list[str]:
     root = host.input_dir()
     if root.is_dir():
         for dirpath, _, files in os.walk(root):
-            for name in files:
-                if name.lower().endswith(MOTION_SUFFIXES):
-                    found.append(Path(dirpath, name).relative_to(root).as_posix())
-                if len(found) >= 500:
-                    break
+            found.extend(
+                Path(dirpath, n).relative_to(root).as_posix() for n in files if n.lower().endswith(MOTION_SUFFIXES)
+            )
+            if len(found) >= 500:  # a huge input folder must not stall the node list
+                break
     return samples + sorted(found)
 
 
