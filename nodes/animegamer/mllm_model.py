@@ -207,4 +207,4 @@ def load_animegamer_mllm(
         )
     with torch.no_grad():
         model.load_state_dict({k: v for k, v in state.items() if k in expected}, strict=False)
-    return model.eval().requires_grad_(False)
+    return model.train(False).requires_grad_(False)
