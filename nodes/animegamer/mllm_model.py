@@ -126,7 +126,7 @@ def _base_model(state: Mapping[str, torch.Tensor], base: Any, config: Mapping[st
                 "model is needed: pass the Mistral-7B-Instruct-v0.1 folder (models/LLM/Mistral-7B-Instruct-v0.1/ "
                 f"with {', '.join(BASE_FILES)})."
             )
-        model = MistralForCausalLM(MistralConfig(**overrides)).to(dtype)
+        model = MistralForCausalLM._from_config(MistralConfig(**overrides), dtype=dtype)
     embed = state.get(LLM_PREFIX + "model.embed_tokens.weight")
     if embed is None or embed.shape[0] != VOCAB_SIZE:
         found = "no embed_tokens" if embed is None else f"{embed.shape[0]} rows"

@@ -9,11 +9,12 @@ workflow plays the next turn instead of returning a cached one.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
 from ... import host
-from ...errors import InputError
+from ...errors import InputError, ModelFileError
 from ...paths import confined
 from ..common import category, field
 
@@ -24,6 +25,7 @@ CATEGORY = category("AnimeGamer")
 GAMES_SUBDIR = "animegamer_games"
 IN_WEIGHTS = "(base weights inside the MLLM file)"
 DTYPES = ["bfloat16", "float16", "float32"]
+CONFIG_NAME = "gameanim_mllm_config.json"
 
 
 def _folders_holding(key: str, marker: str) -> list[str]:
@@ -37,6 +39,20 @@ def _mllm_files() -> list[str]:
         n for n in host.model_list("animegamer") if Path(n).name in ("pytorch_model.bin", "pytorch_model.safetensors")
     ]
     return files or ["MLLM-Qiqi/pytorch_model.bin"]
+
+
+def _config_overrides(weights: Path) -> dict[str, Any]:
+    """``MistralConfig`` overrides from ``gameanim_mllm_config.json`` beside the weights (only for non-7B builds)."""
+    path = weights.parent / CONFIG_NAME
+    if not path.is_file():
+        return {}
+    try:
+        overrides = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ModelFileError(f"{path} is not valid JSON ({exc}); fix or delete it.") from exc
+    if not isinstance(overrides, dict):
+        raise ModelFileError(f"{path} must hold a JSON object of MistralConfig settings.")
+    return overrides
 
 
 def _slot_path(name: str) -> Path:
@@ -87,7 +103,9 @@ class AnimeGamerMLLMLoader:
         weights = host.model_path("animegamer", mllm_weights)
         tokenizer_dir = host.model_path("animegamer", tokenizer)
         base = None if base_model == IN_WEIGHTS else host.model_path("LLM", base_model)
-        model = load_animegamer_mllm(weights, tokenizer_dir, base=base, config={"dtype": dtype})
+        model = load_animegamer_mllm(
+            weights, tokenizer_dir, base=base, config={**_config_overrides(weights), "dtype": dtype}
+        )
         return (model.to(host.offload_device()),)
 
 
