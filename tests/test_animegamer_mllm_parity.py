@@ -54,22 +54,37 @@ def test_two_turn_game_matches_original(model, ref, reps):
     assert step.level == ml and step.deltas == (sc, et, st)
 
 
-def test_text_pass_scores_match_original(model, ref):
-    record = ref["window1"][0]
-    prompt = build_prompt(model.tokenizer, model.token_ids, ref["instructions"][0])
-    embeds = mllm_step.prompt_embeddings(model, prompt, [])
-    seen = []
+def _processed_scores(model, prompt, history, steps):
+    """Top-5 processed scores of the first greedy steps, recomputed without a cache."""
     processor = mllm_step.ReleasedFrameProcessor(model.token_ids)
+    embeds = mllm_step.prompt_embeddings(model, prompt, history)
+    ids, seen = list(prompt.ids), []
     with torch.no_grad():
-        ids = list(prompt.ids)
-        for _ in range(3):
-            logits = model.causal_lm()(inputs_embeds=model.embed(ids)).logits[0, -1].float()
+        for _ in range(steps):
+            logits = model.causal_lm()(inputs_embeds=embeds).logits[0, -1].float()
             scores = processor(ids[-1], logits)
             seen.append(scores.topk(5).values)
             ids.append(mllm_step.greedy_pick(scores))
-    del embeds
+            embeds = torch.cat([embeds, model.embed(ids[-1:])], dim=1)
+    return seen
+
+
+@pytest.mark.parametrize("window", [1, 2])
+def test_text_pass_scores_match_original(model, ref, reps, window):
+    """The original's text pass (transformers 4.38) sees the history representations, and so do we."""
+    if window == 1:
+        record, history, past = ref["window1"][0], [], []
+        prompt = build_prompt(model.tokenizer, model.token_ids, ref["instructions"][0])
+    else:
+        record, history = ref["window2_turn1"], [reps["window1_turn0"]]
+        past = [(ref["instructions"][0], ref["window1"][0]["states"])]
+        prompt = build_prompt(model.tokenizer, model.token_ids, ref["instructions"][1], past)
+    seen = _processed_scores(model, prompt, history, 4)
     for got, expected in zip(seen, record["top_scores"], strict=False):
         assert torch.allclose(got, torch.tensor(expected), atol=TOL)
+    if history:
+        raw = _processed_scores(model, prompt, [torch.zeros_like(history[0])], 1)[0]
+        assert not torch.allclose(raw, torch.tensor(record["top_scores"][0]), atol=TOL)
 
 
 def test_history_window_matches_original_generate_bi(model, ref, reps):
