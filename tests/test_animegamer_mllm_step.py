@@ -51,6 +51,14 @@ def test_parser_reads_decodes_with_and_without_spaces():
     assert partial.values == (2, 0, 0, 0) and not partial.complete
 
 
+def test_text_ids_drop_frame_blocks_as_released():
+    frames = list(range(32000, 32100))
+    generated = [32270, 32260, *frames, 32261, 32275, 2]
+    assert mllm_step.text_ids(IDS, generated) == [32270, 32261, 32275, 2]
+    assert mllm_step.text_ids(IDS, [32260, 32270]) == [32270]
+    assert mllm_step.text_ids(IDS, [32270, 32000, 32261, 2]) == [32270, 32000, 32261, 2]  # slice [-97:2] is empty
+
+
 def test_flow_tables():
     assert [mllm_step.flow_for_level(level) for level in range(6)] == [40.0, 0.5, 2.5, 10.0, 15.0, 40.0]
     assert [mllm_step.flow_for_level(level, "app") for level in range(1, 6)] == [0.5, 1.0, 5.0, 20.0, 40.0]

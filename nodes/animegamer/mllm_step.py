@@ -150,10 +150,20 @@ def parse_strengths(text: str) -> Strengths:
     return Strengths(values=values, complete=len(found) == len(STATE_TAGS))  # type: ignore[arg-type]
 
 
+def text_ids(ids: TokenIds, generated: Sequence[int]) -> list[int]:
+    """The ids the released ``generate`` decodes: ``<frame>`` and the 100 tokens before each ``</frame>`` dropped."""
+    keep = [token != ids.frame_open for token in generated]
+    for index, token in enumerate(generated):
+        if token == ids.frame_close:
+            # the released slice [index - 100 : index], negative start included (then usually empty)
+            span = slice(index - NUM_VID_GEN_TOKENS, index)
+            keep[span] = [False] * len(keep[span])
+    return [token for token, kept in zip(generated, keep, strict=True) if kept]
+
+
 def decode_generated(model: AnimeGamerMLLM, generated: Sequence[int]) -> str:
-    """The generated text with special tokens kept and ``<frame>`` dropped (as released)."""
-    kept = [i for i in generated if i != model.token_ids.frame_open]
-    return model.tokenizer.decode(kept, skip_special_tokens=False)
+    """The generated text with special tokens kept, frame tokens removed as released."""
+    return model.tokenizer.decode(text_ids(model.token_ids, generated), skip_special_tokens=False)
 
 
 @dataclass(frozen=True)
