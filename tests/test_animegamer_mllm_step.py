@@ -56,7 +56,12 @@ def test_text_ids_drop_frame_blocks_as_released():
     generated = [32270, 32260, *frames, 32261, 32275, 2]
     assert mllm_step.text_ids(IDS, generated) == [32270, 32261, 32275, 2]
     assert mllm_step.text_ids(IDS, [32260, 32270]) == [32270]
-    assert mllm_step.text_ids(IDS, [32270, 32000, 32261, 2]) == [32270, 32000, 32261, 2]  # slice [-97:2] is empty
+    # negative starts follow Python/torch slicing, as in the released ``text_mask[eoi - 100 : eoi]``
+    assert mllm_step.text_ids(IDS, [32270, 32000, 32261, 2]) == [32261, 2]  # [-98:2] clamps to [0:2]
+    long = [5] * 140 + [32261] + [7] * 10  # [40:140]: the 100 tokens before </frame>
+    assert mllm_step.text_ids(IDS, long) == [5] * 40 + [32261] + [7] * 10
+    late = [5] * 60 + [32261] + [7] * 89  # [-40:60] on 150 ids is [110:60]: empty, nothing removed
+    assert mllm_step.text_ids(IDS, late) == late
 
 
 def test_flow_tables():
