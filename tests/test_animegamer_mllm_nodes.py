@@ -107,3 +107,24 @@ def test_loader_and_step_nodes(model_dirs, base_dir):
     assert rep.shape == (1, 226, ref["width"])
     assert (level, flow) == (ref["window1"][0]["states"][0], 10.0)
     assert text.startswith("<Strength_3></ML><SC>") and len(game.turns) == 1
+
+
+def test_loader_node_with_base_folder_matches_the_original(base_dir):
+    from integration.animegamer_mllm_models import write_tiny_animegamer_mllm
+
+    tokenizer_dir()
+    ref = reference()
+    write_tiny_animegamer_mllm(base_dir / "models", base_dir / "input")
+    spec = n.AnimeGamerMLLMLoader.INPUT_TYPES()["required"]
+    assert spec["base_model"][0] == [n.IN_WEIGHTS, "Mistral-7B-Instruct-v0.1"]
+    assert spec["base_model"][1]["default"] == "Mistral-7B-Instruct-v0.1"
+    with pytest.raises(ModelFileError, match="base_layer"):
+        n.AnimeGamerMLLMLoader().load("MLLM-Qiqi/pytorch_model.bin", "animegamer_tokenizer", n.IN_WEIGHTS, "float32")
+    (model,) = n.AnimeGamerMLLMLoader().load(
+        "MLLM-Qiqi/pytorch_model.bin", "animegamer_tokenizer", "Mistral-7B-Instruct-v0.1", "float32"
+    )
+    (game,) = n.AnimeGamerNewGame().make("Qiqi", 1)
+    game, rep, level, flow, text = n.AnimeGamerStep().step(model, game, ref["instructions"][0], 200)
+    expected = read_state_dict(FIXTURE / "reference.safetensors")["window1_turn0"]
+    assert (rep[0] - expected).abs().max().item() < 1e-4
+    assert list(game.turns[0].generated_ids) == ref["window1"][0]["generated_ids"]

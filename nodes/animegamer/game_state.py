@@ -46,10 +46,6 @@ class Turn:
     parse_complete: bool = True
     states: dict[str, int] = field(default_factory=dict)
 
-    @property
-    def level(self) -> int:
-        return self.strengths[0]
-
 
 @dataclass(frozen=True)
 class Game:

@@ -55,6 +55,18 @@ def _config_overrides(weights: Path) -> dict[str, Any]:
     return overrides
 
 
+def _base_path(name: str) -> Path:
+    """The base model folder: models/LLM/<name>, else models/animegamer/<name>; the error names models/LLM."""
+    try:
+        return host.model_path("LLM", name)
+    except ModelFileError:
+        try:
+            return host.model_path("animegamer", name)
+        except ModelFileError:
+            pass
+        raise
+
+
 def _slot_path(name: str) -> Path:
     return confined(host.output_dir() / GAMES_SUBDIR, name.strip().removesuffix(".game.json") + ".game.json")
 
@@ -73,7 +85,8 @@ class AnimeGamerMLLMLoader:
     @classmethod
     def INPUT_TYPES(cls) -> dict[str, Any]:
         tokenizers = _folders_holding("animegamer", "tokenizer.model") or ["animegamer_tokenizer"]
-        bases = [IN_WEIGHTS, *(_folders_holding("LLM", "config.json") or ["Mistral-7B-Instruct-v0.1"])]
+        found = sorted(set(_folders_holding("LLM", "config.json")) | set(_folders_holding("animegamer", "config.json")))
+        bases = [IN_WEIGHTS, *(found or ["Mistral-7B-Instruct-v0.1"])]
         default_base = "Mistral-7B-Instruct-v0.1" if "Mistral-7B-Instruct-v0.1" in bases else bases[0]
         return {
             "required": {
@@ -86,7 +99,7 @@ class AnimeGamerMLLMLoader:
                 ),
                 "base_model": field(
                     bases,
-                    "The Mistral-7B-Instruct-v0.1 folder in models/LLM that the LoRA was trained on.",
+                    "The Mistral-7B-Instruct-v0.1 folder (in models/LLM or models/animegamer) that the LoRA was trained on.",
                     default=default_base,
                 ),
                 "dtype": field(
@@ -102,7 +115,7 @@ class AnimeGamerMLLMLoader:
 
         weights = host.model_path("animegamer", mllm_weights)
         tokenizer_dir = host.model_path("animegamer", tokenizer)
-        base = None if base_model == IN_WEIGHTS else host.model_path("LLM", base_model)
+        base = None if base_model == IN_WEIGHTS else _base_path(base_model)
         model = load_animegamer_mllm(
             weights, tokenizer_dir, base=base, config={**_config_overrides(weights), "dtype": dtype}
         )
