@@ -112,6 +112,11 @@ def test_missing_and_unexpected_keys(ref, state):
     assert loaded.unexpected_keys == ["llm.something_new.weight"]
 
 
+def test_unknown_dtype(ref, state):
+    with pytest.raises(InputError, match="dtype 'int8'"):
+        api.load_animegamer_mllm(state, tokenizer_dir(), config={**ref["config"], "dtype": "int8"})
+
+
 def test_wrong_vocabulary_in_weights(ref, state):
     key = "llm.base_model.model.model.embed_tokens.weight"
     small = {**state, key: state[key][:32000]}

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ...errors import ModelFileError
+from ...errors import InputError, ModelFileError
 from ...weights import read_state_dict
 from .mllm_tokenizer import VOCAB_SIZE, TokenIds, load_tokenizer
 
@@ -76,6 +76,15 @@ class AnimeGamerMLLM(nn.Module):
     def causal_lm(self) -> nn.Module:
         """The peft-wrapped causal LM whose forward returns logits (LoRA active)."""
         return self.llm
+
+
+def _dtype(value: Any) -> torch.dtype:
+    if isinstance(value, torch.dtype):
+        return value
+    found = getattr(torch, str(value).removeprefix("torch."), None)
+    if not isinstance(found, torch.dtype) or not found.is_floating_point:
+        raise InputError(f"Unknown compute dtype {value!r}; use bfloat16 (released), float16 or float32.")
+    return found
 
 
 def _lora_rank(state: Mapping[str, torch.Tensor]) -> int:
@@ -173,8 +182,7 @@ def load_animegamer_mllm(
     ``lora_A`` shapes with alpha = rank (scaling 1.0, as released); the representation width and the
     LLM width from the resampler shapes.
     """
-    dtype_name = (config or {}).get("dtype", "bfloat16")
-    dtype = dtype_name if isinstance(dtype_name, torch.dtype) else getattr(torch, str(dtype_name))
+    dtype = _dtype((config or {}).get("dtype", "bfloat16"))
     tok, token_ids = load_tokenizer(tokenizer)
     state = dict(weights) if isinstance(weights, Mapping) else read_state_dict(weights)
     rank = _lora_rank(state)
