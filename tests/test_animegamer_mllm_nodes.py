@@ -40,14 +40,17 @@ def _game_with_turn(states):
 def test_hud_draws_bars_proportional_to_states():
     frames = torch.zeros(3, 240, 360, 3)
     game = _game_with_turn({"stamina": 100, "social": 0, "entertainment": 50})
-    images, stamina, social, fun = n.AnimeGamerHUD().draw(frames, game, True, 1.0)
+    out = n.AnimeGamerHUD().draw(frames, game, True, 1.0)
+    images, stamina, social, fun = out["result"]
+    hud = out["ui"]["gameanim_hud"][0]
+    assert hud["turn"] == 1 and hud["level"] == 2 and hud["states"]["stamina"] == 100 and hud["character"] == "Qiqi"
     assert images.shape == frames.shape and (stamina, social, fun) == (100, 0, 50)
     assert torch.equal(images[0], images[2])
     green = (images[0, :, :, 1] > 0.6) & (images[0, :, :, 0] < 0.5)
     orange = (images[0, :, :, 0] > 0.8) & (images[0, :, :, 1] > 0.6) & (images[0, :, :, 2] < 0.4)
     assert green.sum() > 1.8 * orange.sum() > 0
     assert images[0, 200:].max() > 0.5  # the caption at the bottom
-    plain, *_ = n.AnimeGamerHUD().draw(frames, game, False, 1.0)
+    plain, *_ = n.AnimeGamerHUD().draw(frames, game, False, 1.0)["result"]
     assert plain[0, 200:].max() == 0.0
     with pytest.raises(InputError):
         draw_hud(torch.zeros(240, 360, 3), game.states)
@@ -63,6 +66,7 @@ def test_save_then_load_continues_across_prompts(base_dir):
     game = _game_with_turn({"stamina": 45, "social": 55, "entertainment": 50})
     out = saver.save(game, "runs/qiqi")
     assert "saved turn 1" in out["ui"]["text"][0] and out["result"] == (game,)
+    assert out["ui"]["gameanim_hud"][0]["states"] == game.states
     assert (base_dir / "output" / "animegamer_games" / "runs" / "qiqi.game.json").is_file()
     after = loader.IS_CHANGED(name="runs/qiqi", if_missing="start new game", character="Qiqi", window=2)
     assert after != before
@@ -103,7 +107,9 @@ def test_loader_and_step_nodes(model_dirs, base_dir):
     )
     assert loader.FUNCTION == "load"
     (game,) = n.AnimeGamerNewGame().make("Qiqi", 1)
-    game, rep, level, flow, text = n.AnimeGamerStep().step(model, game, ref["instructions"][0], 200)
+    out = n.AnimeGamerStep().step(model, game, ref["instructions"][0], 200)
+    game, rep, level, flow, text = out["result"]
+    assert out["ui"]["gameanim_hud"][0]["turn"] == 1
     assert rep.shape == (1, 226, ref["width"])
     assert (level, flow) == (ref["window1"][0]["states"][0], 10.0)
     assert text.startswith("<Strength_3></ML><SC>") and len(game.turns) == 1
@@ -124,7 +130,7 @@ def test_loader_node_with_base_folder_matches_the_original(base_dir):
         "MLLM-Qiqi/pytorch_model.bin", "animegamer_tokenizer", "Mistral-7B-Instruct-v0.1", "float32"
     )
     (game,) = n.AnimeGamerNewGame().make("Qiqi", 1)
-    game, rep, level, flow, text = n.AnimeGamerStep().step(model, game, ref["instructions"][0], 200)
+    game, rep, level, flow, text = n.AnimeGamerStep().step(model, game, ref["instructions"][0], 200)["result"]
     expected = read_state_dict(FIXTURE / "reference.safetensors")["window1_turn0"]
     assert (rep[0] - expected).abs().max().item() < 1e-4
     assert list(game.turns[0].generated_ids) == ref["window1"][0]["generated_ids"]

@@ -26,6 +26,7 @@ GAMES_SUBDIR = "animegamer_games"
 IN_WEIGHTS = "(base weights inside the MLLM file)"
 DTYPES = ["bfloat16", "float16", "float32"]
 CONFIG_NAME = "gameanim_mllm_config.json"
+HUD_KEY = "gameanim_hud"
 
 
 def _folders_holding(key: str, marker: str) -> list[str]:
@@ -53,6 +54,19 @@ def _config_overrides(weights: Path) -> dict[str, Any]:
     if not isinstance(overrides, dict):
         raise ModelFileError(f"{path} must hold a JSON object of MistralConfig settings.")
     return overrides
+
+
+def _hud_message(game: Any) -> dict[str, list[dict[str, Any]]]:
+    """The ``ui.gameanim_hud`` payload that web/js/game_hud.js draws on the node."""
+    last = game.turns[-1] if game.turns else None
+    hud = {
+        "turn": len(game.turns),
+        "character": game.character,
+        "instruction": last.instruction if last else "",
+        "states": dict(game.states),
+        "level": last.strengths[0] if last else 0,
+    }
+    return {HUD_KEY: [hud]}
 
 
 def _base_path(name: str) -> Path:
@@ -229,7 +243,8 @@ class AnimeGamerStep:
         finally:
             mllm.to(host.offload_device())
             host.soft_empty_cache()
-        return (game, result.representation[None], result.level, result.flow, result.text)
+        outputs = (game, result.representation[None], result.level, result.flow, result.text)
+        return {"ui": _hud_message(game), "result": outputs}
 
 
 class AnimeGamerHUD:
@@ -258,12 +273,13 @@ class AnimeGamerHUD:
 
         caption = f"Turn {len(game.turns)}: {game.turns[-1].instruction}" if show_text and game.turns else ""
         states = game.states
-        return (
+        outputs = (
             draw_hud(images, states, caption, opacity),
             states["stamina"],
             states["social"],
             states["entertainment"],
         )
+        return {"ui": _hud_message(game), "result": outputs}
 
 
 class AnimeGamerSaveGame:
@@ -291,7 +307,7 @@ class AnimeGamerSaveGame:
 
         path = save_game(game, _slot_path(name))
         text = f"saved turn {len(game.turns)} to {path.name}: " + ", ".join(f"{k} {v}" for k, v in game.states.items())
-        return {"ui": {"text": [text]}, "result": (game,)}
+        return {"ui": {"text": [text], **_hud_message(game)}, "result": (game,)}
 
 
 class AnimeGamerLoadGame:
