@@ -235,7 +235,9 @@ class AnimeGamerStep:
     def step(self, mllm: Any, game: Any, instruction: str, max_new_tokens: int):
         from .mllm_step import game_step
 
-        mllm.to(host.torch_device())
+        device = host.torch_device()
+        host.free_memory(sum(p.numel() * p.element_size() for p in mllm.parameters()), device)
+        mllm.to(device)
         try:
             game, result = game_step(
                 mllm, game, instruction, max_new_tokens, progress=host.progress(max_new_tokens + 1)
