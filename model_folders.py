@@ -58,6 +58,11 @@ MODEL_FOLDERS: dict[str, ModelFolder] = {
             files=(
                 ExpectedFile("MLLM-<character>/pytorch_model.bin", "huggingface.co/TencentARC/AnimeGamer"),
                 ExpectedFile(
+                    "animegamer_tokenizer/",
+                    "github.com/TencentARC/AnimeGamer (folder MLLM/VisualAR/animegamer_tokenizer)",
+                    "the MLLM's tokenizer (vocabulary 32284)",
+                ),
+                ExpectedFile(
                     "VDM_Decoder-<character>/", "huggingface.co/TencentARC/AnimeGamer (SAT checkpoint folder)"
                 ),
                 ExpectedFile("3d-vae.pt or vae/", "huggingface.co/THUDM/CogVideoX-2b"),

@@ -11,4 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None] | str] = {}
+from .animegamer_mllm_models import tokenizer_source, write_tiny_animegamer_mllm
+
+WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None] | str] = {
+    "animegamer_turn": write_tiny_animegamer_mllm
+    if tokenizer_source() is not None
+    else "AnimeGamer's tokenizer files (../shared/reference/animegamer_tokenizer or $GAMEANIM_ANIMEGAMER_TOKENIZER) are absent",
+}

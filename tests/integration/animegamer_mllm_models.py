@@ -1,0 +1,49 @@
+"""Tiny AnimeGamer MLLM files in the real layout, so ``animegamer_turn`` runs end to end in ComfyUI on CPU.
+
+``models/LLM/Mistral-7B-Instruct-v0.1/`` gets a tiny Mistral (config.json + model.safetensors) with
+the parity fixture's frozen weights; ``models/animegamer/MLLM-Qiqi/pytorch_model.bin`` gets only the
+fine-tuned tensors (LoRA, saved norms, embeddings, lm_head, resamplers) in the released key layout;
+the tokenizer folder is AnimeGamer's real one, copied when it is available.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "animegamer_mllm"
+PREFIX = "llm.base_model.model."
+
+
+def tokenizer_source() -> Path | None:
+    from animegamer_mllm_support import tokenizer_candidates
+
+    return next((p for p in tokenizer_candidates() if (p / "tokenizer.model").is_file()), None)
+
+
+def write_tiny_animegamer_mllm(models_dir: Path, input_dir: Path) -> None:
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    state = load_file(str(FIXTURE / "tiny_mllm.safetensors"))
+    config = json.loads((FIXTURE / "reference.json").read_text())["config"]
+    frozen = (".base_layer.", ".original_module.")
+    base = {}
+    for key, value in state.items():
+        if key.startswith(PREFIX) and any(f in key for f in frozen):
+            base[key[len(PREFIX) :].replace(".base_layer.", ".").replace(".original_module.", ".")] = value
+    for name in ("model.embed_tokens.weight", "lm_head.weight"):
+        base[name] = state[PREFIX + name][:32000].clone()
+    llm = models_dir / "LLM" / "Mistral-7B-Instruct-v0.1"
+    llm.mkdir(parents=True, exist_ok=True)
+    hf_config = {**config, "vocab_size": 32000, "model_type": "mistral", "architectures": ["MistralForCausalLM"]}
+    (llm / "config.json").write_text(json.dumps(hf_config))
+    save_file({k: v.contiguous() for k, v in base.items()}, str(llm / "model.safetensors"), metadata={"format": "pt"})
+    mllm = models_dir / "animegamer" / "MLLM-Qiqi"
+    mllm.mkdir(parents=True, exist_ok=True)
+    trained = {k: v for k, v in state.items() if not any(f in k for f in frozen)}
+    torch.save(trained, mllm / "pytorch_model.bin")
+    source = tokenizer_source()
+    if source is not None:
+        shutil.copytree(source, models_dir / "animegamer" / "animegamer_tokenizer", dirs_exist_ok=True)
