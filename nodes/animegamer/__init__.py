@@ -1,0 +1,1 @@
+"""AnimeGamer: the MLLM game-state step and the CogVideoX-2B shot decoder."""
