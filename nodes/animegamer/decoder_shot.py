@@ -62,9 +62,14 @@ def decode_shot(
     height: int = 480,
     width: int = 720,
     vae_tiling: bool = False,
+    device: Any = None,
     progress: ProgressFn | None = None,
 ) -> Shot:
-    """Generate one shot; ``flow`` (raw motion scope) overrides ``motion_level`` when given."""
+    """Generate one shot; ``flow`` (raw motion scope) overrides ``motion_level`` when given.
+
+    ``device``: where the sampler's tensors live (default: the decoder's device; give the GPU when the decoder
+    is under sequential CPU offload).
+    """
     if representation.ndim == 2:
         representation = representation.unsqueeze(0)
     decoder.check_tokens(representation)
@@ -80,12 +85,12 @@ def decode_shot(
         if progress is not None:
             progress(done, total)
 
-    device = decoder.device
+    device = decoder.device if device is None else torch.device(device)
     with torch.no_grad():
         latents = sample(
             decoder.transformer,
             representation.to(device=device, dtype=decoder.dtype),
-            decoder.unconditional_tokens(1),
+            decoder.unconditional_tokens(1).to(device),
             scope,
             shape,
             steps=steps,
