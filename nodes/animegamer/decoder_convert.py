@@ -302,7 +302,7 @@ def load_decoder(
     model.dit.patch_embed.pos_embedding = model.dit.patch_embed._get_positional_embeddings(
         cfg.sample_height, cfg.sample_width, cfg.sample_frames
     )
-    return model.to(device=device, dtype=dtype).eval().requires_grad_(False)
+    return model.to(device=device, dtype=dtype).train(False).requires_grad_(False)
 
 
 def check_layout(model: AnimeGamerDecoder, state: Mapping[str, torch.Tensor]) -> None:

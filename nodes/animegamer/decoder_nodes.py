@@ -34,15 +34,19 @@ class DecoderHandle:
 
 
 def _decoder_sources() -> list[str]:
-    names = [n for n in host.model_list("animegamer") if Path(n).name == SAT_FILE or n.endswith(".safetensors")]
-    return names or ["VDM_Decoder-Qiqi/10000/" + SAT_FILE]
+    """SAT checkpoint files and converted files in models/animegamer (empty when none: a file list, not defaults)."""
+    return [
+        n
+        for n in host.model_list("animegamer")
+        if Path(n).name == SAT_FILE or n.endswith(".safetensors") and "vae" not in n.lower()
+    ]
 
 
 def _vae_sources() -> list[str]:
     names = host.model_list("animegamer")
     folders = {str(Path(n).parent.as_posix()) for n in names if Path(n).name == "config.json" and "vae" in n.lower()}
     files = [n for n in names if n.endswith((".pt", ".pth")) and "vae" in Path(n).name.lower()]
-    return sorted(folders - {"."}) + files or ["3d-vae.pt"]
+    return sorted(folders - {"."}) + files
 
 
 def _dtype(name: str) -> Any:

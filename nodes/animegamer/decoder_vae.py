@@ -69,7 +69,7 @@ def load_vae(source: str | os.PathLike[str], dtype: torch.dtype = torch.float32,
             vae = AutoencoderKLCogVideoX.from_pretrained(str(path), torch_dtype=dtype)
         except (OSError, ValueError, KeyError) as exc:
             raise ModelFileError(f"{path} could not be loaded as a diffusers AutoencoderKLCogVideoX: {exc}") from exc
-        return vae.to(device).eval().requires_grad_(False)
+        return vae.to(device).train(False).requires_grad_(False)
     state = read_state_dict(
         path, select=lambda k: k.removeprefix("first_stage_model.").startswith(("encoder.", "decoder."))
     )
@@ -86,7 +86,7 @@ def load_vae(source: str | os.PathLike[str], dtype: torch.dtype = torch.float32,
             f"{path} does not match the CogVideoX-2B VAE layout (missing {list(missing)[:4]}, unexpected "
             f"{list(unexpected)[:4]}). Is it the 5B/1.5 VAE or another model?"
         )
-    return vae.to(device=device, dtype=dtype).eval().requires_grad_(False)
+    return vae.to(device=device, dtype=dtype).train(False).requires_grad_(False)
 
 
 @torch.no_grad()
