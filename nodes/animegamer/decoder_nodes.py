@@ -139,7 +139,7 @@ class AnimeGamerDecoderConvert:
         target = confined(host.folder_paths_for("animegamer")[0], rel)
         target.parent.mkdir(parents=True, exist_ok=True)
         convert_to_file(host.model_path("animegamer", decoder), target, dtype=_dtype(dtype), overwrite=overwrite)
-        return {"ui": {"text": [f"wrote models/animegamer/{rel.as_posix()}"]}, "result": (rel.as_posix(),)}
+        return {"ui": {"text": [f"wrote models/animegamer/{rel}"]}, "result": (rel,)}
 
 
 class AnimeGamerVAELoader:
