@@ -254,3 +254,30 @@ def test_decode_shot_is_seeded_and_cancellable(decoder, parity):
         )
     with pytest.raises(InputError, match="4k\\+1"):
         decoder.decode_shot(rep, steps=1, num_frames=6, height=64, width=64)
+
+
+# ----------------------------------------------------------------------------- VAE
+
+
+def test_sat_vae_converts_and_decodes_like_the_original():
+    from gameanim.nodes.animegamer.decoder_vae import decode_latents, load_vae
+
+    vae_cfg = json.loads((FIXTURE / "config.json").read_text())["vae"]
+    width = vae_cfg["ch"]
+    config = {
+        "block_out_channels": (width,) * 4,
+        "latent_channels": vae_cfg["z_channels"],
+        "layers_per_block": vae_cfg["num_res_blocks"],
+    }
+    vae = load_vae(FIXTURE / "3d-vae.pt", config=config)
+    ref = load_file(str(FIXTURE / "vae_parity.safetensors"))
+    with torch.no_grad():
+        video = vae.decode(ref["z"]).sample
+    assert video.shape == ref["video"].shape == (1, 3, 17, 32, 32)
+    assert (video - ref["video"]).abs().max() < TOL * ref["video"].abs().max()
+    latents = (ref["z"] * vae.config.scaling_factor).permute(0, 2, 1, 3, 4)  # sampler layout [B,T,C,H,W]
+    frames = decode_latents(vae, latents)
+    expected = ((ref["video"].clamp(-1, 1) + 1) / 2).permute(0, 2, 3, 4, 1)
+    assert frames.shape == (1, 17, 32, 32, 3) and (frames - expected).abs().max() < 1e-4
+    with pytest.raises(ModelFileError, match="does not match"):
+        load_vae(FIXTURE / "3d-vae.pt")  # the default (real 2B) layout

@@ -55,8 +55,16 @@ def convert_sat_vae_state_dict(sat: dict[str, torch.Tensor], num_up_blocks: int 
     return out
 
 
-def load_vae(source: str | os.PathLike[str], dtype: torch.dtype = torch.float32, device: Any = "cpu") -> Any:
-    """An ``AutoencoderKLCogVideoX`` from a diffusers folder or a SAT ``3d-vae.pt`` (clear error otherwise)."""
+def load_vae(
+    source: str | os.PathLike[str],
+    dtype: torch.dtype = torch.float32,
+    device: Any = "cpu",
+    config: dict[str, Any] | None = None,
+) -> Any:
+    """An ``AutoencoderKLCogVideoX`` from a diffusers folder or a SAT ``3d-vae.pt`` (clear error otherwise).
+
+    ``config``: ``AutoencoderKLCogVideoX`` arguments for a SAT file that is not the CogVideoX-2B VAE (the default).
+    """
     from diffusers import AutoencoderKLCogVideoX
 
     path = Path(source)
@@ -79,13 +87,17 @@ def load_vae(source: str | os.PathLike[str], dtype: torch.dtype = torch.float32,
             "diffusers vae/ folder."
         )
     converted = convert_sat_vae_state_dict(state)
-    vae = AutoencoderKLCogVideoX()
-    missing, unexpected = vae.load_state_dict(converted, strict=False)
-    if missing or unexpected:
+    vae = AutoencoderKLCogVideoX(**(config or {}))
+    expected = {k: tuple(v.shape) for k, v in vae.state_dict().items()}
+    missing = sorted(set(expected) - set(converted))
+    unexpected = sorted(set(converted) - set(expected))
+    wrong = sorted(k for k in set(expected) & set(converted) if tuple(converted[k].shape) != expected[k])
+    if missing or unexpected or wrong:
         raise ModelFileError(
-            f"{path} does not match the CogVideoX-2B VAE layout (missing {list(missing)[:4]}, unexpected "
-            f"{list(unexpected)[:4]}). Is it the 5B/1.5 VAE or another model?"
+            f"{path} does not match the CogVideoX VAE layout (missing {missing[:3]}, unexpected {unexpected[:3]}, "
+            f"wrong shape {wrong[:3]}). Is it the CogVideoX-5B/1.5 VAE or another model?"
         )
+    vae.load_state_dict(converted, strict=True)
     return vae.to(device=device, dtype=dtype).train(False).requires_grad_(False)
 
 
