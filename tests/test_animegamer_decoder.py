@@ -281,3 +281,25 @@ def test_sat_vae_converts_and_decodes_like_the_original():
     assert frames.shape == (1, 17, 32, 32, 3) and (frames - expected).abs().max() < 1e-4
     with pytest.raises(ModelFileError, match="does not match"):
         load_vae(FIXTURE / "3d-vae.pt")  # the default (real 2B) layout
+
+
+def test_unconditional_tokens_are_ea_on_zeros_and_cached(decoder):
+    first = decoder.unconditional_tokens()
+    zeros = decoder.encode_conditions(torch.zeros(1, 30, 32), torch.zeros(1, 196, 768))
+    assert torch.equal(first, zeros) and first.shape == (1, 226, 128)
+    assert decoder.unconditional_tokens(2).data_ptr() == first.data_ptr()  # cached, expanded without copying
+
+
+def test_sequential_offload_and_bf16_paths(parity):
+    from accelerate import cpu_offload
+
+    options = {"steps": 2, "seed": 1, "num_frames": 5, "height": 64, "width": 64}
+    reference = api.load_animegamer_decoder(FIXTURE / "sat").decode_shot(parity["representation"], **options).latents
+    offloaded = api.load_animegamer_decoder(FIXTURE / "sat")
+    cpu_offload(offloaded.dit, execution_device=torch.device("cpu"))
+    assert offloaded.device.type == "meta"  # weights stream in per module
+    streamed = offloaded.decode_shot(parity["representation"], device="cpu", **options).latents
+    assert torch.equal(streamed, reference)
+    half = api.load_animegamer_decoder(FIXTURE / "sat").to(torch.bfloat16)
+    low = half.decode_shot(parity["representation"], **options).latents
+    assert low.dtype == torch.float32 and (low - reference).abs().max() < 0.05 * reference.abs().max()
