@@ -2,6 +2,7 @@
 
     python bench/animegamer_decoder.py [--full-size] [--repeats 3]
 
+Timings are medians of round-robin runs (other processes' load hits all candidates alike).
 Configs: "tiny" (width 128, 2 layers) and "real width" (1920, 30 heads, 2 of the 30 layers, real E_a widths).
 Latents are 5 frames of 16x16 by default (``--full-size``: 60x90 = the released 480x720 shot, very slow on CPU).
 Baseline, measured in the same run: diffusers' stock ``CogVideoXTransformer3DModel`` of the same size (no flow
@@ -34,14 +35,17 @@ def _pack():
     return module
 
 
-def _time(fn, repeats: int) -> float:
-    fn()  # warm-up
-    samples = []
+def _interleaved(fns: list, repeats: int) -> list[float]:
+    """Median seconds of each callable, run round-robin so load from other processes hits all of them alike."""
+    for fn in fns:
+        fn()  # warm-up
+    samples: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+        for index, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            samples[index].append(time.perf_counter() - start)
+    return [statistics.median(s) for s in samples]
 
 
 def _rss_mib() -> float:
@@ -76,15 +80,17 @@ def run(name: str, values: dict, latent_hw: tuple[int, int], repeats: int) -> No
     timestep = torch.tensor([999.0, 999.0])
     flow = torch.tensor([10.0, 10.0])
     params = sum(p.numel() for p in model.parameters()) / 1e6
+    uncond = model.unconditional_tokens()
     with torch.no_grad():
-        t_stock = _time(
-            lambda: stock(hidden_states=latents, encoder_hidden_states=tokens, timestep=timestep, return_dict=False),
+        t_stock, t_ours, t_step = _interleaved(
+            [
+                lambda: stock(
+                    hidden_states=latents, encoder_hidden_states=tokens, timestep=timestep, return_dict=False
+                ),
+                lambda: model.transformer(latents, timestep, tokens, flow),
+                lambda: sample(model.transformer, tokens[:1], uncond, 10.0, (5, config.in_channels, h, w), steps=1),
+            ],
             repeats,
-        )
-        t_ours = _time(lambda: model.transformer(latents, timestep, tokens, flow), repeats)
-        uncond = model.unconditional_tokens()
-        t_step = _time(
-            lambda: sample(model.transformer, tokens[:1], uncond, 10.0, (5, config.in_channels, h, w), steps=1), repeats
         )
     print(
         f"{name:>11}: {params:7.1f} M params, latents 5x{h}x{w} (batch 2 = CFG) | stock diffusers forward {t_stock * 1e3:8.1f} ms | "
