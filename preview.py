@@ -36,12 +36,13 @@ def _frames_rgba(images: Any, mask: Any | None) -> np.ndarray:
 
 
 def animation_preview(
-    images: Any, fps: float, mask: Any | None = None, pixel_art: bool = False
+    images: Any, fps: float, mask: Any | None = None, pixel_art: bool = False, caption: str = ""
 ) -> dict[str, list[dict[str, Any]]]:
     """Write preview frames and return ``{"gameanim_preview": [...]}`` to merge into a node's ``ui``.
 
     ``images`` is an IMAGE batch ``[T,H,W,3|4]`` (a 4th channel is alpha) and ``mask`` an optional
-    alpha ``[T,H,W]`` (1 = opaque).  At most :data:`MAX_PREVIEW_FRAMES` frames are written.
+    alpha ``[T,H,W]`` (1 = opaque); ``caption`` is shown beside the frame counter (e.g. the pose
+    camera preset).  At most :data:`MAX_PREVIEW_FRAMES` frames are written.
     """
     from PIL import Image
 
@@ -63,6 +64,7 @@ def animation_preview(
                 "fps": float(fps),
                 "alpha": rgba.shape[-1] == 4,
                 "pixel_art": bool(pixel_art),
+                "caption": caption,
                 "width": int(width),
                 "height": int(height),
             }

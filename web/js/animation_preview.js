@@ -60,7 +60,7 @@ export class AnimationPlayer {
     this.root.classList.add("gameanim-preview");
     Object.assign(this.root.style, { display: "flex", flexDirection: "column", gap: "4px", width: "100%" });
     this.canvas = document.createElement("canvas");
-    Object.assign(this.canvas.style, { width: "100%", imageRendering: "pixelated", background: "#222" });
+    Object.assign(this.canvas.style, { width: "100%", maxHeight: "360px", objectFit: "contain", imageRendering: "pixelated", background: "#222" });
     const bar = document.createElement("div");
     Object.assign(bar.style, { display: "flex", gap: "6px", alignItems: "center", fontSize: "11px" });
     this.playButton = document.createElement("button");
@@ -105,6 +105,7 @@ export class AnimationPlayer {
   async load(preview) {
     this.fps = Math.max(0.1, Number(preview.fps) || 12);
     this.alpha = Boolean(preview.alpha);
+    this.caption = preview.caption ? String(preview.caption) : "";
     if (preview.pixel_art && this.zoom === "fit") {
       this.zoom = "4";
       this.zoomSelect.value = "4";
@@ -150,7 +151,7 @@ export class AnimationPlayer {
     }
     ctx.drawImage(frame, 0, 0, width, height);
     this.scrub.value = String(this.index);
-    this.label.textContent = `${this.index + 1}/${this.frames.length} @ ${this.fps} fps`;
+    this.label.textContent = `${this.caption ? `${this.caption} · ` : ""}${this.index + 1}/${this.frames.length} @ ${this.fps} fps`;
     this.root.dataset.index = String(this.index);
   }
 
