@@ -283,7 +283,6 @@ class AnimeGamerDecodeShot:
         streamed = decoder.offload == "sequential offload" and str(device) != "cpu"
         if not streamed:
             model.to(device)
-        vae.to(device)
         try:
             shot = decode_shot(
                 model, representation, vae=vae, motion_level=motion_level, flow=flow or None, steps=steps,

@@ -68,7 +68,7 @@ def decode_shot(
     """Generate one shot; ``flow`` (raw motion scope) overrides ``motion_level`` when given.
 
     ``device``: where the sampler's tensors live (default: the decoder's device; give the GPU when the decoder
-    is under sequential CPU offload).
+    is under sequential CPU offload).  The VAE is moved there after sampling; the caller moves it back.
     """
     if representation.ndim == 2:
         representation = representation.unsqueeze(0)
@@ -106,5 +106,6 @@ def decode_shot(
         def vae_progress(done: int, _: int) -> None:
             step_progress(steps + done, total)
 
+        vae.to(device)  # only now: while sampling, the VAE's memory stays free for the transformer
         frames = decode_latents(vae, latents, tiling=vae_tiling, progress=vae_progress)
     return Shot(latents=latents.float().cpu(), frames=frames, flow=scope)
