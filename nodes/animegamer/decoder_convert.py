@@ -10,7 +10,7 @@ Sources we accept, detected by content:
 
 The SAT -> diffusers key map follows diffusers' ``convert_cogvideox_to_diffusers.py``; the SAT ``lora2`` LoRA
 (r=64, lora_alpha 1, so scaling 1/r, on ``query_key_value`` in 3 partitions and on ``dense``) is merged first:
-``W += cat_j(B_j @ A_j) / r``.  ``pos_embedding`` (recomputed by diffusers), ``freqs_*``, ``conditioner.*``,
+``W += cat_j(B_j @ A_j) / r``.  ``pos_embedding`` (recomputed by diffusers), ``freqs_*``, leftover SAT token/position embeddings, ``conditioner.*``,
 ``first_stage_model.*``, ``clip_img_encoder.*`` and the unused ``output_mix_layer_norm`` are dropped.
 """
 
@@ -169,7 +169,9 @@ def convert_sat_state_dict(
         if key.startswith(_DROPPED_TOP):
             continue
         short = key[len(SAT_PREFIX) :] if key.startswith(SAT_PREFIX) else key
-        if short.startswith(_DROPPED) or "freqs_" in short or "embed_tokens" in short or "position_embedding" in short:
+        if short.startswith(_DROPPED) or any(
+            part in short for part in ("freqs_", "embed_tokens", "position_embedding", "word_embeddings")
+        ):
             continue
         sd[short] = value
     layer_ids = sorted({int(m.group(1)) for k in sd if (m := re.match(r"transformer\.layers\.(\d+)\.", k))})
