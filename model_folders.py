@@ -65,7 +65,13 @@ MODEL_FOLDERS: dict[str, ModelFolder] = {
                 ExpectedFile(
                     "VDM_Decoder-<character>/", "huggingface.co/TencentARC/AnimeGamer (SAT checkpoint folder)"
                 ),
-                ExpectedFile("3d-vae.pt or vae/", "huggingface.co/THUDM/CogVideoX-2b"),
+                ExpectedFile(
+                    "<name>.safetensors",
+                    "written by the AnimeGamer Decoder Convert node from VDM_Decoder-<character>/",
+                    "compact fp16/bf16 decoder, loads in seconds",
+                ),
+                ExpectedFile("vae/ (with config.json)", "huggingface.co/THUDM/CogVideoX-2b (folder vae/)"),
+                ExpectedFile("3d-vae.pt", "the CogVideoX SAT VAE (vae.zip linked from the THUDM/CogVideo README)"),
             ),
         ),
         ModelFolder(

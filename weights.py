@@ -129,3 +129,17 @@ def save_safetensors_atomic(
     with atomic_target(path, overwrite=overwrite) as tmp:
         save_file(contiguous, str(tmp), metadata=header)
     return Path(path)
+
+
+def read_torch_object(path: str | os.PathLike[str]) -> Any:
+    """A whole ``torch.save`` object (dicts/lists/str/tensors) with ``weights_only=True``, mmap when possible.
+
+    For files that are not plain tensor dicts (e.g. AnimeGamer's ``mllm-output.pt``, turn -> [tensor, text, list]);
+    the same truncated/unsafe-file errors as :func:`read_state_dict`.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise ModelFileError(f"{file} does not exist or is not a file.")
+    if file.stat().st_size == 0:
+        raise ModelFileError(f"{file} is empty (0 bytes): the download or copy did not finish.")
+    return _torch_load(file)

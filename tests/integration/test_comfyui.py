@@ -33,7 +33,9 @@ def test_object_info_lists_every_node_as_defined_offline(server, pack, definitio
     assert set(ours) == set(pack.NODE_CLASS_MAPPINGS)
     for node_id in pack.NODE_CLASS_MAPPINGS:
         offline = json.loads(json.dumps(definitions[node_id]))
-        for key in ("input", "output", "output_name", "category", "description", "output_node", "display_name"):
+        # file lists are filled here by the workflow setups (tiny models), so combos that are empty offline match any list
+        assert _matches_snapshot(ours[node_id]["input"], offline["input"]), (node_id, "input")
+        for key in ("output", "output_name", "category", "description", "output_node", "display_name"):
             assert ours[node_id][key] == offline[key], (node_id, key)
 
 
