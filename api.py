@@ -9,7 +9,7 @@ example :meth:`CancelToken.progress`).
 from __future__ import annotations
 
 from .errors import GameAnimError, InputError, ModelFileError, NumericalError, UnsafePathError
-from .progress import CancelToken, Cancelled
+from .progress import Cancelled, CancelToken
 
 __version__ = "0.1.0"
 

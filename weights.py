@@ -129,3 +129,23 @@ def save_safetensors_atomic(
     with atomic_target(path, overwrite=overwrite) as tmp:
         save_file(contiguous, str(tmp), metadata=header)
     return Path(path)
+
+
+def safetensors_shapes(path: str | os.PathLike[str]) -> dict[str, tuple[int, ...]]:
+    """Every tensor name and shape of a safetensors file, read from its header only (no tensor data)."""
+    file = Path(path)
+    if not _is_safetensors(file):
+        raise ModelFileError(f"{_describe(file)} is not a .safetensors file.")
+    with open(file, "rb") as handle:
+        (header_len,) = struct.unpack("<Q", handle.read(8))
+        raw = handle.read(header_len)
+    try:
+        header = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ModelFileError(f"{_describe(file)} has a corrupt safetensors header.") from exc
+    return {k: tuple(v["shape"]) for k, v in header.items() if k != "__metadata__"}
+
+
+def is_safetensors(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` starts with a safetensors header (content check, not the file name)."""
+    return _is_safetensors(Path(path))

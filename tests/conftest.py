@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def _import_pack():
     if "gameanim" in sys.modules:
         return sys.modules["gameanim"]
-    spec = importlib.util.spec_from_file_location("gameanim", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)])
+    spec = importlib.util.spec_from_file_location(
+        "gameanim", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules["gameanim"] = module
     spec.loader.exec_module(module)
