@@ -48,7 +48,7 @@ def _checkpoint_names() -> list[str]:
         for name in host.model_list(key):
             if name not in names:
                 names.append(name)
-    return names or ["(put a VC2 model.ckpt in models/videocrafter)"]
+    return names
 
 
 def _resolve(name: str) -> Any:
