@@ -40,12 +40,44 @@ def _describe(path: Path) -> str:
     return f"{path} ({size:,} bytes)"
 
 
+class _Opaque:
+    """Inert stand-in for a non-tensor object pickled in a training checkpoint (hyper-parameters, configs).
+
+    Training checkpoints (Lightning) may carry e.g. OmegaConf objects next to the state dict.  Instead
+    of importing their classes (which would run code named by the file), each is rebuilt as this
+    empty holder and ignored; only tensors are ever used.
+    """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> _Opaque:
+        return object.__new__(cls)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args = args
+
+    def __setstate__(self, state: Any) -> None:
+        self.state = state
+
+
+def _load_with_opaque_objects(path: Path, use_mmap: bool) -> Any:
+    """``weights_only`` load where every class the file names is replaced by :class:`_Opaque`."""
+    import torch
+
+    names = torch.serialization.get_unsafe_globals_in_checkpoint(path)
+    with torch.serialization.safe_globals([(_Opaque, name) for name in names]):
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=use_mmap)
+
+
 def _torch_load(path: Path) -> Any:
     import torch
 
     use_mmap = zipfile.is_zipfile(path)
     try:
-        return torch.load(path, map_location="cpu", weights_only=True, mmap=use_mmap)
+        try:
+            return torch.load(path, map_location="cpu", weights_only=True, mmap=use_mmap)
+        except pickle.UnpicklingError as first:
+            if "Weights only load failed" not in str(first) or not use_mmap:
+                raise
+            return _load_with_opaque_objects(path, use_mmap)
     except (RuntimeError, EOFError, zipfile.BadZipFile, pickle.UnpicklingError, OSError) as exc:
         text = str(exc)
         if "Weights only load failed" in text:
