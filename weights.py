@@ -67,7 +67,7 @@ def _load_with_opaque_objects(path: Path, use_mmap: bool) -> Any:
         return torch.load(path, map_location="cpu", weights_only=True, mmap=use_mmap)
 
 
-def _torch_load(path: Path) -> Any:
+def _torch_load(path: Path, opaque_objects: bool = False) -> Any:
     import torch
 
     use_mmap = zipfile.is_zipfile(path)
@@ -75,7 +75,7 @@ def _torch_load(path: Path) -> Any:
         try:
             return torch.load(path, map_location="cpu", weights_only=True, mmap=use_mmap)
         except pickle.UnpicklingError as first:
-            if "Weights only load failed" not in str(first) or not use_mmap:
+            if not opaque_objects or "Weights only load failed" not in str(first) or not use_mmap:
                 raise
             return _load_with_opaque_objects(path, use_mmap)
     except (RuntimeError, EOFError, zipfile.BadZipFile, pickle.UnpicklingError, OSError) as exc:
@@ -105,11 +105,15 @@ def _find_tensor_mapping(obj: Any) -> Mapping[str, Any]:
     raise ModelFileError("The checkpoint holds no tensor dictionary (no 'state_dict' and no tensors at top level).")
 
 
-def read_state_dict(path: str | os.PathLike[str], select: KeyFilter | None = None) -> dict[str, Any]:
+def read_state_dict(
+    path: str | os.PathLike[str], select: KeyFilter | None = None, opaque_objects: bool = False
+) -> dict[str, Any]:
     """All tensors of a weight file (optionally only keys where ``select(key)`` is true), on the CPU.
 
     For pickles the selected tensors stay memory-mapped until the caller copies or moves them, and
-    unselected entries (optimizer state, EMA copies) are never touched.
+    unselected entries (optimizer state, EMA copies) are never touched.  Pickles holding other Python
+    objects are refused unless ``opaque_objects`` is set: then (for known training-checkpoint formats)
+    those objects are rebuilt as inert stand-ins without importing their classes, and ignored.
     """
     file = Path(path)
     if not file.is_file():
@@ -118,7 +122,7 @@ def read_state_dict(path: str | os.PathLike[str], select: KeyFilter | None = Non
         raise ModelFileError(f"{file} is empty (0 bytes): the download or copy did not finish.")
     if _is_safetensors(file):
         return _read_safetensors(file, select)
-    mapping = _find_tensor_mapping(_torch_load(file))
+    mapping = _find_tensor_mapping(_torch_load(file, opaque_objects))
     return {k: v for k, v in mapping.items() if select is None or select(k)}
 
 
