@@ -84,13 +84,13 @@ def test_vc2_schedule_numbers():
 
 
 def test_seed_is_reproducible_and_eta_noise_matters(model, ref):
-    cond, uncond = ref["ddim_cond"], ref["ddim_uncond"]
+    cond = ref["ddim_cond"]
     shape = (1, 4, 2, 8, 8)
     from gameanim.nodes.vc2.model import sample
 
-    a = sample(model, cond, uncond, steps=3, cfg=5.0, eta=1.0, seed=7, shape=shape)
-    b = sample(model, cond, uncond, steps=3, cfg=5.0, eta=1.0, seed=7, shape=shape)
-    c = sample(model, cond, uncond, steps=3, cfg=5.0, eta=1.0, seed=8, shape=shape)
+    a = sample(model, cond, None, steps=2, eta=1.0, seed=7, shape=shape)
+    b = sample(model, cond, None, steps=2, eta=1.0, seed=7, shape=shape)
+    c = sample(model, cond, None, steps=2, eta=1.0, seed=8, shape=shape)
     assert torch.equal(a, b) and not torch.allclose(a, c)
     assert a.shape == shape
 
