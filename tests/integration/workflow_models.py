@@ -34,7 +34,15 @@ def _animegamer_decode(models_dir: Path, input_dir: Path) -> None:
     tiny.make_representation(input_dir / tiny.REPRESENTATION_NAME)
 
 
+_VC2_WEIGHTS = (
+    "needs the 7.4 GB VideoCrafter2 model.ckpt (or a godmodeanimation fine-tune) in models/videocrafter; "
+    "at 320x512x16 and 50 steps it is hours on a CPU. The VC2 nodes run end to end on a tiny checkpoint in "
+    "tests/test_vc2_nodes.py"
+)
+
 WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None] | str] = {
+    "vc2_sprite_t2v": _VC2_WEIGHTS,
+    "vc2_action_set": _VC2_WEIGHTS,
     "animegamer_decode": _animegamer_decode,
     "animegamer_turn": write_tiny_animegamer_mllm
     if tokenizer_source() is not None
