@@ -36,6 +36,7 @@ RAFT_FILES = {
     "raft_small": "raft_small_C_T_V2-01064c6d.pth",
     "raft_large": "raft_large_C_T_SKHT_V2-ff5fadd5.pth",
 }
+RAFT_MIN_SIDE = 128
 METHODS = ("dis_medium", "dis_fast", "dis_ultrafast", "farneback", "raft_small", "raft_large")
 ALIASES = {"dis": "dis_medium"}
 DEFAULT_METHOD = "dis_medium"
@@ -146,7 +147,9 @@ def _raft_pairs(
 
     frames = torch.from_numpy(clip).permute(0, 3, 1, 2) * 2.0 - 1.0
     height, width = frames.shape[-2:]
-    pad_h, pad_w = (-height) % 8, (-width) % 8
+    # RAFT wants sides divisible by 8 and at least 128 px (its correlation pyramid); pad, then crop the flow.
+    pad_h = max(RAFT_MIN_SIDE, height + (-height) % 8) - height
+    pad_w = max(RAFT_MIN_SIDE, width + (-width) % 8) - width
     if pad_h or pad_w:
         frames = F.pad(frames, (0, pad_w, 0, pad_h), mode="replicate")
     pairs = frames.shape[0] - 1
