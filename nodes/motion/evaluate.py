@@ -83,6 +83,7 @@ def parse_targets(text: str) -> tuple[int, ...]:
     """Target levels from a string such as ``"1, 3, 5"``."""
     parts = [p for p in text.replace(",", " ").split() if p]
     try:
-        return check_targets([int(p) for p in parts])
+        values = [int(p) for p in parts]
     except ValueError as exc:
         raise InputError(f"Could not read target levels from {text!r}; write integers 1-5 like '1, 3, 5'.") from exc
+    return check_targets(values)

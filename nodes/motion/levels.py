@@ -48,11 +48,12 @@ def parse_edges(text: str) -> tuple[float, ...]:
     """Edges from a comma- or space-separated string such as ``"0.7, 3.5, 12, 28"``."""
     parts = [p for p in text.replace(",", " ").split() if p]
     try:
-        return check_edges([float(p) for p in parts])
+        values = [float(p) for p in parts]
     except ValueError as exc:
         raise InputError(
             f"Could not read level edges from {text!r}; write four numbers like '0.7, 3.5, 12, 28'."
         ) from exc
+    return check_edges(values)
 
 
 def level_of(scope: float, edges: Sequence[float] = DEFAULT_EDGES) -> int:
