@@ -57,7 +57,9 @@ MODEL_FOLDERS: dict[str, ModelFolder] = {
             purpose="AnimeGamer MLLM weights, decoder (SAT directory or our converted safetensors), CogVideoX VAE",
             files=(
                 ExpectedFile("MLLM-<character>/pytorch_model.bin", "huggingface.co/TencentARC/AnimeGamer"),
-                ExpectedFile("VDM_Decoder-<character>/", "huggingface.co/TencentARC/AnimeGamer (SAT checkpoint folder)"),
+                ExpectedFile(
+                    "VDM_Decoder-<character>/", "huggingface.co/TencentARC/AnimeGamer (SAT checkpoint folder)"
+                ),
                 ExpectedFile("3d-vae.pt or vae/", "huggingface.co/THUDM/CogVideoX-2b"),
             ),
         ),
@@ -80,8 +82,13 @@ MODEL_FOLDERS: dict[str, ModelFolder] = {
             purpose="Optical-flow weights (torchvision RAFT) for the motion-scope estimator",
             extensions=frozenset({".pth", ".pt", ".safetensors"}),
             files=(
-                ExpectedFile("raft_small_C_T_V2-01064c6d.pth", "torchvision Raft_Small_Weights.C_T_V2 (download.pytorch.org)"),
-                ExpectedFile("raft_large_C_T_SKHT_V2-ff5fadd5.pth", "torchvision Raft_Large_Weights.C_T_SKHT_V2 (download.pytorch.org)"),
+                ExpectedFile(
+                    "raft_small_C_T_V2-01064c6d.pth", "torchvision Raft_Small_Weights.C_T_V2 (download.pytorch.org)"
+                ),
+                ExpectedFile(
+                    "raft_large_C_T_SKHT_V2-ff5fadd5.pth",
+                    "torchvision Raft_Large_Weights.C_T_SKHT_V2 (download.pytorch.org)",
+                ),
             ),
         ),
     )
