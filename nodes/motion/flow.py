@@ -103,7 +103,7 @@ def _build_raft(variant: str) -> Any:
 
 
 def load_raft(path: str | os.PathLike[str], variant: str) -> Any:
-    """A torchvision RAFT ``variant`` in eval mode with the weights of ``path`` (on the CPU).
+    """A torchvision RAFT ``variant`` in inference mode with the weights of ``path`` (on the CPU).
 
     The architecture comes from torchvision with ``weights=None`` (no download); the file is read
     with ``weights_only`` loading.  A file for the other variant, or any other network, is rejected
@@ -123,7 +123,7 @@ def load_raft(path: str | os.PathLike[str], variant: str) -> Any:
             f"'{RAFT_FILES[variant]}' for {variant}; if this is the {other} file, choose {other} instead."
         )
     model.load_state_dict(state, strict=True)
-    return model.eval()
+    return model.train(False)
 
 
 _RAFT_CACHE: dict[tuple[str, float, str], Any] = {}
