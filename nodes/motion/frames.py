@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import cv2
 import numpy as np
 
 from ...errors import InputError, NumericalError
@@ -56,9 +57,8 @@ def clip_array(frames: Any, min_frames: int = 2) -> np.ndarray:
 
 
 def grey_uint8(clip: np.ndarray) -> list[np.ndarray]:
-    """Per-frame 8-bit luma (BT.601 weights, as OpenCV's RGB2GRAY), the input OpenCV flow methods want."""
-    luma = clip[..., 0] * 0.299 + clip[..., 1] * 0.587 + clip[..., 2] * 0.114
-    return list(np.clip(np.rint(luma * 255.0), 0, 255).astype(np.uint8))
+    """Per-frame 8-bit luma (OpenCV's RGB2GRAY weights), the input OpenCV flow methods want."""
+    return [cv2.convertScaleAbs(cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY), alpha=255.0) for frame in clip]
 
 
 def flow_array(flow: Any) -> np.ndarray:

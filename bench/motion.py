@@ -1,0 +1,92 @@
+"""Benchmark of the motion-scope estimator: frame pairs/s and scope accuracy per flow method.
+
+Run: ``/work/venv/bin/python bench/motion.py [--pairs 30] [--raft]``.  Clips are synthetic (a
+textured sprite moving at a known speed), rendered at 320x512 and 480x720.  For each method it prints
+flow pairs/s, pairs/s including the scope step (texture test, quantile, means), the ratio to
+Farneback (the baseline, measured in the same run) and the measured scope / true speed on a plain and
+a textured background.  ``--raft`` adds torchvision RAFT small/large with random weights (speed
+only: random weights say nothing about accuracy); expect seconds per pair on a CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _import_pack():
+    spec = importlib.util.spec_from_file_location(
+        "gameanim", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gameanim"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=30, help="frame pairs per timing (default 30)")
+    parser.add_argument("--speed", type=float, default=6.0, help="sprite speed in px/frame at 480x720")
+    parser.add_argument("--raft", action="store_true", help="also time RAFT small/large (random weights, slow)")
+    args = parser.parse_args()
+    _import_pack()
+    import cv2
+    import torch
+    from gameanim.nodes.motion.flow import FlowSettings, _build_raft, estimate_flow
+    from gameanim.nodes.motion.scope import reference_scale, scope_from_flow
+    from gameanim.nodes.motion.synthetic import moving_sprite_clip
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    print(
+        f"cv2 {cv2.__version__} threads={cv2.getNumThreads()}  torch {torch.__version__}  cores={os.cpu_count()}  "
+        f"load={os.getloadavg()[0]:.1f}  pairs={args.pairs}  speed={args.speed} px/frame @480x720"
+    )
+    methods = ["farneback", "dis_ultrafast", "dis_fast", "dis_medium"]
+    for height, width in ((320, 512), (480, 720)):
+        px = args.speed / reference_scale(height, width)
+        clips = {
+            bg: torch.from_numpy(moving_sprite_clip(args.pairs + 1, height, width, px, 0.0, bg, 0.0, 0)[0])
+            for bg in ("plain", "textured")
+        }
+        print(f"\n{height}x{width}")
+        print(
+            f"{'method':14s} {'flow pairs/s':>12s} {'+scope pairs/s':>15s} {'x farneback':>12s} "
+            f"{'scope/true plain':>17s} {'textured':>9s}"
+        )
+        baseline = None
+        for method in methods:
+            start = time.perf_counter()
+            flow = estimate_flow(clips["textured"], method)
+            flow_rate = args.pairs / (time.perf_counter() - start)
+            start = time.perf_counter()
+            textured = scope_from_flow(estimate_flow(clips["textured"], method), clips["textured"]).scope
+            full_rate = args.pairs / (time.perf_counter() - start)
+            plain = scope_from_flow(estimate_flow(clips["plain"], method), clips["plain"]).scope
+            baseline = baseline or flow_rate
+            del flow
+            print(
+                f"{method:14s} {flow_rate:12.1f} {full_rate:15.1f} {flow_rate / baseline:12.2f} "
+                f"{plain / args.speed:17.3f} {textured / args.speed:9.3f}"
+            )
+        if args.raft:
+            for variant in ("raft_small", "raft_large"):
+                model = _build_raft(variant).train(False)
+                pairs = 3
+                start = time.perf_counter()
+                estimate_flow(
+                    clips["plain"][: pairs + 1], variant, raft_model=model, settings=FlowSettings(batch_size=pairs)
+                )
+                rate = pairs / (time.perf_counter() - start)
+                print(f"{variant:14s} {rate:12.2f} {'':>15s} {rate / baseline:12.3f}   (random weights, {pairs} pairs)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
