@@ -140,6 +140,16 @@ def test_nan_frames_and_bad_mask_are_errors():
         api.motion_scope(torch.zeros(3, 32, 32, 3), mask=torch.ones(7, 32, 32))
 
 
+def test_flow_and_frames_must_belong_together():
+    flow = torch.zeros(3, 32, 32, 2)
+    with pytest.raises(InputError, match="7 frames were given with flow for 3"):
+        scope_mod.scope_from_flow(flow, frames=torch.zeros(7, 32, 32, 3))
+    with pytest.raises(InputError, match="the flow is 32x32"):
+        scope_mod.scope_from_flow(flow, frames=torch.zeros(4, 40, 32, 3))
+    with pytest.raises(InputError, match="OPTICAL_FLOW"):
+        scope_mod.scope_from_flow(torch.zeros(3, 32, 32, 3))
+
+
 def test_bad_r_and_method_are_errors():
     with pytest.raises(InputError, match="r must be"):
         api.motion_scope(clip(1.0, frames=3), r=1.5)

@@ -108,6 +108,11 @@ def scope_from_flow(
                 f"The frames are {clip.shape[1]}x{clip.shape[2]} px but the flow is {height}x{width}; "
                 "pass the frames the flow was computed from."
             )
+        if clip.shape[0] not in (pairs, pairs + 1):
+            raise InputError(
+                f"{clip.shape[0]} frames were given with flow for {pairs} frame pairs; pass the {pairs + 1} frames "
+                "the flow was computed from."
+            )
         if min_texture > 0:
             usable &= texture_masks(clip, pairs, min_texture)
     threshold = r * _robust_max(magnitude[usable], quantile)
@@ -147,6 +152,8 @@ def plot_per_frame(
         return int(round(left + (right - left) * index / max(len(values) - 1, 1)))
 
     cv2.rectangle(canvas, (left, top), (right, bottom), (200, 200, 200), 1)
+    for value in (0.0, result.scope):
+        cv2.putText(canvas, f"{value:.2f}", (4, y_of(value) + 4), cv2.FONT_HERSHEY_SIMPLEX, 0.35, (40, 120, 40), 1)
     for edge in visible_edges:
         cv2.line(canvas, (left, y_of(edge)), (right, y_of(edge)), (230, 160, 60), 1)
         cv2.putText(canvas, f"{edge:g}", (4, y_of(edge) + 4), cv2.FONT_HERSHEY_SIMPLEX, 0.35, (200, 120, 20), 1)
