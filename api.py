@@ -8,11 +8,13 @@ example :meth:`CancelToken.progress`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from .errors import GameAnimError, InputError, ModelFileError, NumericalError, UnsafePathError
-from .progress import Cancelled, CancelToken
+from .progress import Cancelled, CancelToken, ProgressFn
 
 __version__ = "0.1.0"
 
@@ -87,6 +89,18 @@ def evaluate_motion(
 
 __all__ = [
     "CancelToken",
+    "export_animation",
+    "find_loop",
+    "hold_frames",
+    "load_palette",
+    "ping_pong",
+    "pixelate",
+    "remove_background",
+    "resample_frames",
+    "retime",
+    "save_sprite_sheet",
+    "sprite_sheet",
+    "stabilise",
     "Cancelled",
     "GameAnimError",
     "InputError",
@@ -98,3 +112,218 @@ __all__ = [
     "evaluate_motion",
     "motion_scope",
 ]
+
+
+# ----------------------------------------------------------------------------- sprite toolkit
+# Frames are IMAGE-style tensors [T,H,W,3] float 0..1 (torch or numpy), alpha is [T,H,W].
+
+
+def remove_background(
+    frames: Any,
+    mask: Any | None = None,
+    low: float = 8.0,
+    high: float = 30.0,
+    border: int = 4,
+    cleanup: int = 1,
+    progress: ProgressFn | None = None,
+) -> tuple[Any, Any]:
+    """Key out a solid-colour background: ``(rgb [T,H,W,3], alpha [T,H,W])`` float tensors.
+
+    The key colour is the median of a ``border``-px band of every frame.  Pixels closer than
+    ``low`` ΔE (CIE Lab) to it are transparent, pixels beyond ``high`` opaque; the anti-aliased rim
+    is unmixed (alpha by projection onto the local foreground colour) and despilled.  With an
+    external ``mask`` ([T,H,W] or [H,W], e.g. from a segmentation node) that mask is the alpha and
+    only the edge despill runs.  A background that is not one colour is left alone: the frames
+    come back unchanged with alpha 1 and a warning is logged (``gameanim.sprite``).
+    Raises :class:`InputError` for an empty batch or a mask whose size does not match.
+    """
+    from .nodes.sprite import pipeline
+
+    rgb, alpha, _ = pipeline.remove_background(frames, mask, low, high, border, cleanup, progress)
+    return rgb, alpha
+
+
+def stabilise(
+    rgb: Any,
+    alpha: Any,
+    anchor: str = "feet",
+    mode: str = "lock",
+    sigma: float = 2.0,
+    padding: int = 2,
+    progress: ProgressFn | None = None,
+) -> tuple[Any, Any, list[tuple[int, int]]]:
+    """Anchor every frame at its pivot and crop all frames to one fixed canvas.
+
+    ``anchor``: ``feet`` (lowest opaque row, centred on the lowest rows' opaque pixels),
+    ``centroid`` or ``bbox_center``.  ``mode``: ``lock`` (pivot at one canvas pixel in every
+    frame, for in-place cycles), ``smooth`` (Gaussian-smoothed track with ``sigma`` frames, keeps
+    slow motion, removes jitter) or ``none`` (only the common canvas).  Shifts are whole pixels.
+    Returns ``(rgb, alpha, offsets)`` with ``offsets[t] = (dx, dy)``: input pixel ``(x, y)`` of
+    frame ``t`` is at ``(x + dx, y + dy)`` on the canvas.
+    """
+    from .nodes.sprite import pipeline
+    from .nodes.sprite.frames import to_tensor
+
+    result = pipeline.stabilise(rgb, alpha, anchor=anchor, mode=mode, sigma=sigma, padding=padding, progress=progress)
+    offsets = [(int(dx), int(dy)) for dx, dy in result.offsets]
+    return to_tensor(result.rgb), to_tensor(result.alpha), offsets
+
+
+def sprite_sheet(
+    rgb: Any,
+    alpha: Any,
+    columns: int | None = None,
+    layout: str = "grid",
+    padding: int = 1,
+    extrude: int = 0,
+    power_of_two: bool = False,
+    fps: float = 12.0,
+    durations_ms: Any | None = None,
+    merge_holds: bool = False,
+    name: str = "sprite",
+    image: str = "sprite.png",
+) -> tuple[Any, dict]:
+    """Pack frames on one sheet: ``(sheet_rgba [1,H,W,4] float tensor, atlas)``.
+
+    ``atlas`` is TexturePacker JSON-hash data (what Phaser's ``load.atlas`` and PixiJS read):
+    ``frames[name] = {frame: {x,y,w,h}, trimmed, spriteSourceSize, sourceSize, duration}`` and
+    ``meta = {image, size: {w,h}, ...}``.  ``layout`` is ``grid`` (``columns`` per row, default
+    near-square) or ``packed`` (trimmed, shelf-packed).  Durations are ``1000 / fps`` ms or
+    ``durations_ms``; ``merge_holds`` merges identical consecutive frames into longer durations.
+    """
+    from .nodes.sprite import pipeline
+    from .nodes.sprite.frames import to_tensor
+    from .nodes.sprite.sheet import texturepacker
+
+    built = pipeline.build_sheet(
+        rgb, alpha, columns, layout, padding, extrude, power_of_two, fps, durations_ms, merge_holds, name
+    )
+    return to_tensor(built.rgba[None].astype("float32") / 255.0), texturepacker(built, image)
+
+
+def save_sprite_sheet(
+    rgb: Any,
+    alpha: Any,
+    directory: str | os.PathLike[str],
+    name: str = "sprite",
+    formats: tuple[str, ...] = ("texturepacker_hash", "aseprite_hash", "godot4"),
+    **sheet_options: Any,
+) -> list[Path]:
+    """Build a sheet (options as :func:`sprite_sheet`) and write ``<name>.png`` plus atlas files.
+
+    ``formats`` from ``texturepacker_hash``, ``texturepacker_array``, ``aseprite_hash``,
+    ``aseprite_array``, ``godot4`` (SpriteFrames ``.tres``), ``godot3``.  ``name`` is confined to
+    ``directory`` (no absolute paths, no ``..``).  Returns the written paths, PNG first.
+    """
+    from .nodes.sprite import pipeline
+
+    built = pipeline.build_sheet(rgb, alpha, name=Path(name).name, **sheet_options)
+    return pipeline.write_sheet(built, directory, name, tuple(formats))
+
+
+def hold_frames(frames: Any, step: int = 2) -> Any:
+    """Animate on twos (``step=2``), threes, ...: same frame count, each ``step``-th frame held.
+
+    ``frames`` is anything indexed by frame first (IMAGE, MASK, RGBA): call it on each.
+    """
+    from .nodes.sprite.timing import hold_indices
+
+    return frames[hold_indices(len(frames), step)]
+
+
+def resample_frames(frames: Any, count: int) -> Any:
+    """Drop or repeat evenly spread frames so exactly ``count`` remain."""
+    from .nodes.sprite.timing import resample_indices
+
+    return frames[resample_indices(len(frames), count)]
+
+
+def retime(frames: Any, fps_in: float, fps_out: float) -> Any:
+    """Resample a clip from ``fps_in`` to ``fps_out`` keeping its duration (nearest earlier frame)."""
+    from .nodes.sprite.timing import retime_indices
+
+    return frames[retime_indices(len(frames), fps_in, fps_out)]
+
+
+def ping_pong(frames: Any) -> Any:
+    """Forward then backward (``0..n-1, n-2..1``), a seamless loop from a one-way clip."""
+    from .nodes.sprite.timing import ping_pong_indices
+
+    return frames[ping_pong_indices(len(frames))]
+
+
+def find_loop(frames: Any, alpha: Any | None = None, min_length: int = 4) -> tuple[int, int, float]:
+    """Loop closure: ``(start, end, score)`` such that ``frames[start:end]`` loops seamlessly.
+
+    ``frames[end]`` is the frame most like ``frames[start]`` (mean absolute thumbnail difference
+    ``score``) among pairs at least ``min_length`` apart.
+    """
+    from .nodes.sprite import pipeline
+    from .nodes.sprite.timing import find_loop as _find_loop
+
+    rgb, a = pipeline.rgb_alpha(frames, alpha)
+    return _find_loop(rgb, a, min_length)
+
+
+def load_palette(path: str | os.PathLike[str]) -> Any:
+    """Read a Lospec ``.hex`` or GIMP ``.gpl`` palette as a float tensor ``[K,3]`` in 0..1."""
+    from .nodes.sprite.frames import to_tensor
+    from .nodes.sprite.pixelart import load_palette as _load
+
+    return to_tensor(_load(path))
+
+
+def pixelate(
+    rgb: Any,
+    alpha: Any,
+    width: int,
+    height: int,
+    palette: str = "kmeans",
+    colours: int = 16,
+    palette_colours: Any | None = None,
+    outline_colour: tuple[float, float, float] | None = None,
+    seed: int = 0,
+    progress: ProgressFn | None = None,
+) -> tuple[Any, Any]:
+    """Pixel art: nearest downscale to ``width x height``, one palette for the whole clip, binary alpha.
+
+    ``palette``: ``none``, ``kmeans`` / ``median_cut`` (``colours`` entries, from the clip's
+    opaque pixels), ``pico8``, or ``file`` with ``palette_colours`` from :func:`load_palette`.
+    ``outline_colour`` (RGB 0..1) adds a 1-px outline around the sprite.
+    """
+    from .nodes.sprite import pipeline
+    from .nodes.sprite.frames import to_numpy, to_tensor
+
+    pal = None if palette_colours is None else to_numpy(palette_colours, "palette_colours")
+    out_rgb, out_a, _ = pipeline.pixelate(
+        rgb,
+        alpha,
+        width,
+        height,
+        palette=palette,
+        colours=colours,
+        palette_colours=pal,
+        outline_colour=outline_colour,
+        seed=seed,
+        progress=progress,
+    )
+    return to_tensor(out_rgb), to_tensor(out_a)
+
+
+def export_animation(
+    rgb: Any,
+    alpha: Any | None,
+    directory: str | os.PathLike[str],
+    name: str,
+    format: str = "gif",
+    fps: float = 12.0,
+    durations_ms: Any | None = None,
+    loop: int = 0,
+) -> list[Path]:
+    """Save an animation with alpha: ``gif`` (1-bit alpha), ``apng``, ``webp`` or ``png_sequence``.
+
+    ``name`` is confined to ``directory``; files are written atomically.  Returns the paths.
+    """
+    from .nodes.sprite import pipeline
+
+    return pipeline.export_animation(rgb, alpha, directory, name, format, fps, durations_ms, loop)

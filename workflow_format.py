@@ -259,7 +259,7 @@ def api_to_ui(prompt: Mapping[str, Mapping[str, Any]], definitions: Mapping[str,
         node: dict[str, Any] = {
             "id": int(node_id),
             "type": entry["class_type"],
-            "pos": [50 + 420 * column, 50 + 320 * row],
+            "pos": [50 + 420 * column, 50 + 480 * row],
             "size": [380, 260],
             "flags": {},
             "order": 0,

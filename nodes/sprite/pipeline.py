@@ -1,0 +1,127 @@
+"""Tensor-level entry points shared by :mod:`...api` and the node adapter.
+
+They take IMAGE/MASK-style torch tensors (or numpy arrays), validate them, call the pure numpy
+modules and convert back, so the API and the nodes cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import InputError
+from ...progress import ProgressFn
+from . import anchor, export, matte, pixelart, sheet, timing
+from .frames import split_image, to_numpy, to_tensor
+
+
+def remove_background(
+    frames: Any,
+    mask: Any | None = None,
+    low: float = 8.0,
+    high: float = 30.0,
+    border: int = 4,
+    cleanup: int = 1,
+    progress: ProgressFn | None = None,
+) -> tuple[Any, Any, matte.Background | None]:
+    """See :func:`...api.remove_background`; also returns the estimated background (None with a mask)."""
+    rgb, _ = split_image(frames, "frames")
+    if mask is not None:
+        out_rgb, alpha = matte.apply_mask(rgb, to_numpy(mask, "mask"))
+        if progress is not None:
+            progress(len(rgb), len(rgb))
+        return to_tensor(out_rgb), to_tensor(alpha), None
+    out_rgb, alpha, background = matte.remove_background(rgb, low, high, border, cleanup, progress=progress)
+    return to_tensor(out_rgb), to_tensor(alpha), background
+
+
+def rgb_alpha(rgb: Any, alpha: Any | None) -> tuple[np.ndarray, np.ndarray]:
+    """numpy ``(rgb, alpha)``: alpha from the argument, else a 4th channel, else opaque."""
+    arr, own_alpha = split_image(rgb, "rgb")
+    if alpha is None:
+        alpha_np = own_alpha if own_alpha is not None else np.ones(arr.shape[:3], np.float32)
+    else:
+        alpha_np = to_numpy(alpha, "alpha")
+    return arr, matte.check_alpha(alpha_np, arr, "alpha")
+
+
+def durations_for(n: int, fps: float, durations_ms: Any | None) -> np.ndarray:
+    """Per-frame durations: explicit ``durations_ms`` or ``1000 / fps`` each."""
+    if durations_ms is None:
+        return timing.uniform_durations(n, fps)
+    d = np.asarray(durations_ms, np.float64).reshape(-1)
+    if d.shape != (n,) or (d <= 0).any():
+        raise InputError(f"durations_ms must hold one positive value per frame ({n}); got {d.tolist()}.")
+    return d
+
+
+def build_sheet(
+    rgb: Any,
+    alpha: Any | None,
+    columns: int | None = None,
+    layout: str = "grid",
+    padding: int = 1,
+    extrude: int = 0,
+    power_of_two: bool = False,
+    fps: float = 12.0,
+    durations_ms: Any | None = None,
+    merge_holds: bool = False,
+    name: str = "sprite",
+    progress: ProgressFn | None = None,
+) -> sheet.Sheet:
+    """Pack a clip onto a :class:`.sheet.Sheet` (optionally merging held frames into durations)."""
+    arr, a = rgb_alpha(rgb, alpha)
+    durations = durations_for(len(arr), fps, durations_ms)
+    if merge_holds:
+        keep, durations = timing.collapse_holds(arr, a, durations)
+        arr, a = arr[keep], a[keep]
+    rgba = sheet.to_rgba8(arr, a)
+    return sheet.build_sheet(rgba, durations, columns, layout, padding, extrude, power_of_two, name, progress)
+
+
+def write_sheet(
+    built: sheet.Sheet, directory: str | os.PathLike[str], name: str, formats: tuple[str, ...]
+) -> list[Path]:
+    """Save the sheet PNG and one atlas file per format under ``directory`` (names confined)."""
+    from ...atomic import write_text_atomic
+    from ...paths import confined, sanitize_relative
+
+    rel = sanitize_relative(name)
+    png = export.save_png(built.rgba, directory, rel)
+    image = png.name
+    written = [png]
+    for fmt in formats:
+        if fmt not in sheet.ATLAS_FORMATS:
+            raise InputError(f"Unknown atlas format {fmt!r}; choose from {', '.join(sheet.ATLAS_FORMATS)}.")
+        target = confined(directory, rel + sheet.ATLAS_SUFFIX[fmt])
+        written.append(write_text_atomic(target, sheet.atlas_text(built, fmt, image)))
+    return written
+
+
+def stabilise(rgb: Any, alpha: Any, **kwargs: Any) -> anchor.Stabilised:
+    arr, a = rgb_alpha(rgb, alpha)
+    return anchor.stabilise(arr, a, **kwargs)
+
+
+def pixelate(rgb: Any, alpha: Any, width: int, height: int, **kwargs: Any) -> tuple[np.ndarray, np.ndarray, Any]:
+    arr, a = rgb_alpha(rgb, alpha)
+    return pixelart.pixelate(arr, a, width, height, **kwargs)
+
+
+def export_animation(
+    rgb: Any,
+    alpha: Any | None,
+    directory: str | os.PathLike[str],
+    name: str,
+    fmt: str = "gif",
+    fps: float = 12.0,
+    durations_ms: Any | None = None,
+    loop: int = 0,
+    progress: ProgressFn | None = None,
+) -> list[Path]:
+    arr, a = rgb_alpha(rgb, alpha)
+    durations = [int(round(d)) for d in durations_for(len(arr), fps, durations_ms)]
+    return export.save_animation(fmt, sheet.to_rgba8(arr, a), durations, directory, name, loop, progress)

@@ -1,0 +1,312 @@
+"""Sprite sheets and the atlas files game engines read.
+
+Layouts: ``grid`` (every frame in an equal cell, simple to slice by hand) or ``packed`` (each frame
+trimmed to its opaque box and shelf-packed, the way TexturePacker's "trim" mode saves space; the
+atlas records the trim offsets so engines restore the original frame size and pivot).
+``padding`` leaves transparent pixels between frames; ``extrude`` repeats each frame's edge pixels
+outward, which stops neighbouring frames bleeding in under bilinear filtering or mip-mapping.
+
+Atlas writers (all carry per-frame durations in ms):
+
+- TexturePacker JSON hash/array — what Phaser (``load.atlas``) and PixiJS (``Spritesheet``) read.
+- Aseprite JSON hash/array — with ``meta.frameTags`` for Phaser's ``createFromAseprite``.
+- Godot 4 ``SpriteFrames`` ``.tres`` (``format=3``, per-frame relative ``duration``) and the
+  Godot 3 ``format=2`` variant (no per-frame durations in Godot 3: longer frames are repeated).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import InputError
+from ...progress import ProgressFn, no_progress
+from .options import ATLAS_FORMATS, LAYOUTS
+
+APP_URL = "https://github.com/gameanim/gameanim"
+
+
+@dataclass(frozen=True)
+class FrameRect:
+    """Where one frame sits on the sheet and which part of its source frame it holds."""
+
+    name: str
+    x: int
+    y: int
+    w: int
+    h: int
+    src_x: int
+    src_y: int
+    src_w: int
+    src_h: int
+    duration_ms: int
+
+    @property
+    def trimmed(self) -> bool:
+        return (self.w, self.h) != (self.src_w, self.src_h)
+
+
+@dataclass(frozen=True)
+class Sheet:
+    """A packed sheet: ``rgba`` uint8 ``[H,W,4]`` and the frame rectangles in playback order."""
+
+    rgba: np.ndarray
+    frames: list[FrameRect]
+    name: str
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return int(self.rgba.shape[1]), int(self.rgba.shape[0])
+
+
+def to_rgba8(rgb: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """Float rgb ``[T,H,W,3]`` + alpha ``[T,H,W]`` (0..1) to uint8 RGBA ``[T,H,W,4]``."""
+    rgba = np.concatenate([rgb, alpha[..., None]], axis=-1)
+    return (np.clip(rgba, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+
+
+def _next_pow2(v: int) -> int:
+    return 1 << max(0, math.ceil(math.log2(max(v, 1))))
+
+
+def _trim_box(alpha8: np.ndarray) -> tuple[int, int, int, int]:
+    rows, cols = np.nonzero(alpha8.any(axis=1))[0], np.nonzero(alpha8.any(axis=0))[0]
+    if len(rows) == 0:
+        return 0, 0, 1, 1  # an empty frame keeps one transparent pixel so every engine can index it
+    return int(cols[0]), int(rows[0]), int(cols[-1] + 1), int(rows[-1] + 1)
+
+
+def _shelf_pack(sizes: list[tuple[int, int]], gap: int, max_width: int) -> tuple[list[tuple[int, int]], int, int]:
+    """Shelf packing, tallest first: positions (of the padded boxes) and the used width/height."""
+    order = sorted(range(len(sizes)), key=lambda k: (-sizes[k][1], -sizes[k][0], k))
+    pos: list[tuple[int, int]] = [(0, 0)] * len(sizes)
+    x = y = shelf_h = used_w = 0
+    for k in order:
+        w, h = sizes[k]
+        if x > 0 and x + w > max_width:
+            y += shelf_h + gap
+            x = shelf_h = 0
+        pos[k] = (x, y)
+        used_w = max(used_w, x + w)
+        x += w + gap
+        shelf_h = max(shelf_h, h)
+    return pos, used_w, y + shelf_h
+
+
+def build_sheet(
+    rgba: np.ndarray,
+    durations_ms: np.ndarray | list[float] | None = None,
+    columns: int | None = None,
+    layout: str = "grid",
+    padding: int = 1,
+    extrude: int = 0,
+    power_of_two: bool = False,
+    name: str = "sprite",
+    progress: ProgressFn | None = None,
+) -> Sheet:
+    """Lay out uint8 RGBA frames ``[T,H,W,4]`` on one sheet (see the module docstring)."""
+    if rgba.ndim != 4 or rgba.shape[-1] != 4:
+        raise InputError(f"Sheet frames must be RGBA [T,H,W,4]; got shape {tuple(rgba.shape)}.")
+    t, fh, fw = rgba.shape[:3]
+    if t == 0:
+        raise InputError("Cannot build a sprite sheet from an empty batch (0 frames).")
+    if layout not in LAYOUTS:
+        raise InputError(f"Unknown layout {layout!r}; choose one of {', '.join(LAYOUTS)}.")
+    if padding < 0 or extrude < 0:
+        raise InputError(f"padding and extrude must be >= 0; got padding={padding}, extrude={extrude}.")
+    if columns is not None and columns < 1:
+        raise InputError(f"columns must be >= 1 (or None for a near-square grid); got {columns}.")
+    durations = np.full(t, 100.0) if durations_ms is None else np.asarray(durations_ms, np.float64)
+    if durations.shape != (t,) or (durations <= 0).any():
+        raise InputError(f"Give one positive duration (ms) per frame: {t} frames, got {durations.tolist()}.")
+    report = progress or no_progress
+    if layout == "grid":
+        boxes = [(0, 0, fw, fh)] * t
+    else:
+        boxes = [_trim_box(rgba[i, :, :, 3]) for i in range(t)]
+    sizes = [(x1 - x0 + 2 * extrude, y1 - y0 + 2 * extrude) for x0, y0, x1, y1 in boxes]
+    cols = columns or math.ceil(math.sqrt(t))
+    if layout == "grid":
+        cw, ch = sizes[0]
+        positions = [(padding + (i % cols) * (cw + padding), padding + (i // cols) * (ch + padding)) for i in range(t)]
+        width = padding + min(cols, t) * (cw + padding)
+        height = padding + math.ceil(t / cols) * (ch + padding)
+    else:
+        area = sum((w + padding) * (h + padding) for w, h in sizes)
+        max_w = max(max(w for w, _ in sizes), int(math.sqrt(area) * 1.1)) if columns is None else None
+        if max_w is None:
+            max_w = sum(sorted((w for w, _ in sizes), reverse=True)[:cols]) + padding * (cols - 1)
+        placed, used_w, used_h = _shelf_pack(sizes, padding, max_w)
+        positions = [(x + padding, y + padding) for x, y in placed]
+        width, height = used_w + 2 * padding, used_h + 2 * padding
+    if power_of_two:
+        width, height = _next_pow2(width), _next_pow2(height)
+    sheet = np.zeros((height, width, 4), np.uint8)
+    frames = []
+    for i, ((x0, y0, x1, y1), (px, py)) in enumerate(zip(boxes, positions, strict=True)):
+        crop = rgba[i, y0:y1, x0:x1]
+        if extrude:
+            crop = np.pad(crop, ((extrude, extrude), (extrude, extrude), (0, 0)), mode="edge")
+        sheet[py : py + crop.shape[0], px : px + crop.shape[1]] = crop
+        frames.append(
+            FrameRect(
+                name=f"{name}_{i:03d}",
+                x=px + extrude,
+                y=py + extrude,
+                w=x1 - x0,
+                h=y1 - y0,
+                src_x=x0,
+                src_y=y0,
+                src_w=fw,
+                src_h=fh,
+                duration_ms=int(round(durations[i])),
+            )
+        )
+        report(i + 1, t)
+    return Sheet(sheet, frames, name)
+
+
+# ----------------------------------------------------------------------------- atlas writers
+
+
+def _frame_entry(f: FrameRect) -> dict:
+    return {
+        "frame": {"x": f.x, "y": f.y, "w": f.w, "h": f.h},
+        "rotated": False,
+        "trimmed": f.trimmed,
+        "spriteSourceSize": {"x": f.src_x, "y": f.src_y, "w": f.w, "h": f.h},
+        "sourceSize": {"w": f.src_w, "h": f.src_h},
+        "duration": f.duration_ms,
+    }
+
+
+def texturepacker(sheet: Sheet, image: str, array: bool = False) -> dict:
+    """TexturePacker "JSON (Hash)" / "JSON (Array)" data, as Phaser and PixiJS load it."""
+    w, h = sheet.size
+    meta = {
+        "app": APP_URL,
+        "version": "1.0",
+        "image": image,
+        "format": "RGBA8888",
+        "size": {"w": w, "h": h},
+        "scale": "1",
+    }
+    if array:
+        frames: dict | list = [{"filename": f.name, **_frame_entry(f)} for f in sheet.frames]
+    else:
+        frames = {f.name: _frame_entry(f) for f in sheet.frames}
+    return {"frames": frames, "meta": meta}
+
+
+def aseprite(sheet: Sheet, image: str, array: bool = False) -> dict:
+    """Aseprite ``--data`` JSON (hash or array) with one forward ``frameTag`` named after the sheet.
+
+    Frames are named by their index (``"0"``, ``"1"``, ...), as Aseprite writes them with
+    ``--filename-format {frame}``: Phaser's ``anims.createFromAseprite`` looks frames up by index
+    and builds an empty animation from Aseprite's default ``"name 0.aseprite"`` keys.
+    """
+    w, h = sheet.size
+    names = [str(i) for i in range(len(sheet.frames))]
+    if array:
+        frames: dict | list = [{"filename": n, **_frame_entry(f)} for n, f in zip(names, sheet.frames, strict=True)]
+    else:
+        frames = {n: _frame_entry(f) for n, f in zip(names, sheet.frames, strict=True)}
+    meta = {
+        "app": "https://www.aseprite.org/",
+        "version": "1.3",
+        "image": image,
+        "format": "RGBA8888",
+        "size": {"w": w, "h": h},
+        "scale": "1",
+        "frameTags": [
+            {"name": sheet.name, "from": 0, "to": len(sheet.frames) - 1, "direction": "forward", "color": "#000000ff"}
+        ],
+        "layers": [{"name": "Layer 1", "opacity": 255, "blendMode": "normal"}],
+        "slices": [],
+    }
+    return {"frames": frames, "meta": meta}
+
+
+def _base_duration(sheet: Sheet) -> float:
+    """The shortest frame duration (ms): Godot's ``speed`` is 1000 / this, durations are multiples."""
+    return float(min(f.duration_ms for f in sheet.frames))
+
+
+def _godot_string(value: str) -> str:
+    return json.dumps(value)
+
+
+def godot4_tres(sheet: Sheet, image: str, loop: bool = True) -> str:
+    """A Godot 4 ``SpriteFrames`` resource: one animation, AtlasTexture regions, relative durations.
+
+    ``image`` is the texture path as Godot sees it (``res://...``).  Trimmed frames get an
+    AtlasTexture ``margin`` so the sprite keeps its full frame size and pivot.
+    """
+    base = _base_duration(sheet)
+    n = len(sheet.frames)
+    out = [f'[gd_resource type="SpriteFrames" load_steps={n + 2} format=3]', ""]
+    out += [f'[ext_resource type="Texture2D" path={_godot_string(image)} id="1_sheet"]', ""]
+    for i, f in enumerate(sheet.frames):
+        out += [f'[sub_resource type="AtlasTexture" id="AtlasTexture_{i}"]', 'atlas = ExtResource("1_sheet")']
+        out.append(f"region = Rect2({f.x}, {f.y}, {f.w}, {f.h})")
+        if f.trimmed:
+            out.append(f"margin = Rect2({f.src_x}, {f.src_y}, {f.src_w - f.w}, {f.src_h - f.h})")
+        out.append("")
+    entries = ",\n".join(
+        f'{{\n"duration": {f.duration_ms / base:.6g},\n"texture": SubResource("AtlasTexture_{i}")\n}}'
+        for i, f in enumerate(sheet.frames)
+    )
+    out += ["[resource]", "animations = [{", f'"frames": [{entries}],']
+    out += [f'"loop": {"true" if loop else "false"},', f'"name": &{_godot_string(sheet.name)},']
+    out += [f'"speed": {1000.0 / base:.6g}', "}]", ""]
+    return "\n".join(out)
+
+
+def godot3_tres(sheet: Sheet, image: str, loop: bool = True) -> str:
+    """A Godot 3 ``SpriteFrames`` resource (``format=2``); a frame lasting k base durations repeats k times."""
+    base = _base_duration(sheet)
+    n = len(sheet.frames)
+    out = [f'[gd_resource type="SpriteFrames" load_steps={n + 2} format=2]', ""]
+    out += [f'[ext_resource path={_godot_string(image)} type="Texture" id=1]', ""]
+    refs = []
+    for i, f in enumerate(sheet.frames):
+        out += [f'[sub_resource type="AtlasTexture" id={i + 1}]', "atlas = ExtResource( 1 )"]
+        out.append(f"region = Rect2( {f.x}, {f.y}, {f.w}, {f.h} )")
+        if f.trimmed:
+            out.append(f"margin = Rect2( {f.src_x}, {f.src_y}, {f.src_w - f.w}, {f.src_h - f.h} )")
+        out.append("")
+        refs += [f"SubResource( {i + 1} )"] * max(1, int(round(f.duration_ms / base)))
+    out += ["[resource]", "animations = [ {", f'"frames": [ {", ".join(refs)} ],']
+    out += [f'"loop": {"true" if loop else "false"},', f'"name": {_godot_string(sheet.name)},']
+    out += [f'"speed": {1000.0 / base:.6g}', "} ]", ""]
+    return "\n".join(out)
+
+
+def atlas_text(sheet: Sheet, fmt: str, image: str) -> str:
+    """The text of atlas format ``fmt`` (one of :data:`ATLAS_FORMATS`) for a sheet saved as ``image``."""
+    if fmt == "texturepacker_hash":
+        return json.dumps(texturepacker(sheet, image), indent=2)
+    if fmt == "texturepacker_array":
+        return json.dumps(texturepacker(sheet, image, array=True), indent=2)
+    if fmt == "aseprite_hash":
+        return json.dumps(aseprite(sheet, image), indent=2)
+    if fmt == "aseprite_array":
+        return json.dumps(aseprite(sheet, image, array=True), indent=2)
+    if fmt == "godot4":
+        return godot4_tres(sheet, f"res://{image}")
+    if fmt == "godot3":
+        return godot3_tres(sheet, f"res://{image}")
+    raise InputError(f"Unknown atlas format {fmt!r}; choose one of {', '.join(ATLAS_FORMATS)}.")
+
+
+ATLAS_SUFFIX = {
+    "texturepacker_hash": ".json",
+    "texturepacker_array": ".array.json",
+    "aseprite_hash": ".aseprite.json",
+    "aseprite_array": ".aseprite-array.json",
+    "godot4": ".tres",
+    "godot3": ".godot3.tres",
+}

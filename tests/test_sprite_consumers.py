@@ -1,0 +1,160 @@
+"""Real consumers read our atlases: Phaser 3 in headless Chromium, Godot 3 headless for the .tres.
+
+These tests skip (with the reason printed) when the consumer is not installed.  Install with:
+``apt-get install -y chromium godot3-server`` and ``npm install --prefix tests/js`` (Phaser is
+pinned in ``tests/js/package.json``).
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sprite_synth as synth
+import torch
+from gameanim import api
+
+HERE = Path(__file__).resolve().parent
+PHASER = HERE / "js" / "node_modules" / "phaser" / "dist" / "phaser.min.js"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def skip_because(reason: str) -> None:
+    print(f"SKIP: {reason}")
+    pytest.skip(reason)
+
+
+def find_chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def sample_sheet(directory: Path, layout: str) -> tuple[list[Path], np.ndarray]:
+    rng = np.random.default_rng(5)
+    pos = [(48 + rng.uniform(-6, 6), 80 + rng.uniform(-4, 4)) for _ in range(6)]
+    frames, alpha, _ = synth.clip(t=6, h=112, w=96, positions=pos)
+    paths = api.save_sprite_sheet(
+        torch.from_numpy(frames),
+        torch.from_numpy(alpha),
+        directory,
+        "sheet",
+        formats=("texturepacker_hash", "aseprite_hash", "godot3"),
+        layout=layout,
+        padding=2,
+        extrude=1 if layout == "packed" else 0,
+        durations_ms=[100, 100, 200, 100, 150, 100],
+    )
+    return paths, alpha
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    results: list[dict] = []
+    ready = threading.Event()
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        type(self).results.append(json.loads(body))
+        type(self).ready.set()
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.mark.parametrize("layout", ["grid", "packed"])
+def test_phaser_loads_texturepacker_and_aseprite(tmp_path, layout):
+    chromium = find_chromium()
+    if chromium is None:
+        skip_because("chromium is not installed (apt-get install -y chromium)")
+    if not PHASER.is_file():
+        skip_because("phaser is not installed (npm install --prefix tests/js)")
+    paths, alpha = sample_sheet(tmp_path, layout)
+    shutil.copy(PHASER, tmp_path / "phaser.min.js")
+    shutil.copy(HERE / "js" / "atlas_check.html", tmp_path / "index.html")
+    handler = type("Handler", (_Handler,), {"results": [], "ready": threading.Event()})
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), lambda *a, **k: handler(*a, directory=str(tmp_path), **k)
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
+    proc = subprocess.Popen(
+        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", url],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert handler.ready.wait(90), "Phaser page did not report within 90 s"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        server.shutdown()
+    result = handler.results[0]
+    assert "error" not in result, result
+    atlas = json.loads(paths[1].read_text())
+    assert result["source"] == atlas["meta"]["size"]
+    assert result["names"] == list(atlas["frames"])  # same names, same order, same count
+    for name, entry in atlas["frames"].items():
+        got = result["frames"][name]
+        assert (got["x"], got["y"], got["w"], got["h"]) == tuple(entry["frame"][k] for k in "xywh")
+        assert (got["realWidth"], got["realHeight"]) == (96, 112)
+        assert got["trimmed"] == (layout == "packed")
+        assert (got["spriteSourceX"], got["spriteSourceY"]) == (
+            entry["spriteSourceSize"]["x"],
+            entry["spriteSourceSize"]["y"],
+        )
+        assert got["centerAlpha"] > 0  # the body of the character is opaque in the loaded texture
+    assert result["animation"]["key"] == "sheet"
+    assert result["animation"]["frames"] == 6
+    # Phaser keeps the per-frame duration it read from the Aseprite data.
+    assert result["animation"]["durations"] == [100, 100, 200, 100, 150, 100]
+
+
+def test_godot3_loads_spriteframes(tmp_path):
+    godot = shutil.which("godot3-server") or shutil.which("godot3")
+    if godot is None:
+        skip_because("Godot 3 is not installed (apt-get install -y godot3-server)")
+    paths, _ = sample_sheet(tmp_path, "packed")
+    (tmp_path / "project.godot").write_text('config_version=4\n\n[application]\nconfig/name="atlas_check"\n')
+    shutil.copy(HERE / "js" / "godot3_check.gd", tmp_path / "check.gd")
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    # The editor run imports sheet.png (creates .import/); then the script loads the .tres.
+    subprocess.run([godot, "--path", str(tmp_path), "--editor", "--quit"], env=env, timeout=120, capture_output=True)
+    run = subprocess.run(
+        [godot, "--path", str(tmp_path), "-s", "check.gd"], env=env, timeout=120, capture_output=True, text=True
+    )
+    lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, run.stdout + run.stderr
+    result = json.loads(lines[0][len("RESULT ") :])
+    assert result["class"] == "SpriteFrames"
+    (anim,) = result["animations"]
+    assert anim["name"] == "sheet" and anim["loop"] and anim["speed"] == 10
+    atlas = json.loads(paths[1].read_text())
+    rects = [tuple(v["frame"][k] for k in "xywh") for v in atlas["frames"].values()]
+    # Godot 3 has no per-frame durations: 200 ms and 150 ms frames repeat (rounded to 2 x 100 ms).
+    order = [0, 1, 2, 2, 3, 4, 4, 5]
+    assert [tuple(r[:4]) for r in anim["regions"]] == [rects[i] for i in order]
+    # The AtlasTexture margin restores the untrimmed frame size; the atlas is the whole sheet.
+    assert all((r[4], r[5]) == (96, 112) for r in anim["regions"])
+    assert all(r[6] == atlas["meta"]["size"]["w"] for r in anim["regions"])

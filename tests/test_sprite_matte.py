@@ -1,0 +1,99 @@
+"""Background to alpha: IoU against known coverage, despill, bad input, non-solid backgrounds."""
+
+from __future__ import annotations
+
+import logging
+
+import gameanim.nodes.sprite.matte as matte
+import numpy as np
+import pytest
+import sprite_synth as synth
+import torch
+from gameanim import api
+from gameanim.errors import InputError
+
+KEYS = [(0.1, 0.8, 0.2), (1.0, 1.0, 1.0), (0.0, 0.0, 0.0), (0.2, 0.3, 0.9), (0.9, 0.3, 0.8)]
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_matte_iou_against_truth(key):
+    frames, truth, _ = synth.clip(t=3, bg=key)
+    rgb, alpha, background = matte.remove_background(frames)
+    assert background.solid
+    np.testing.assert_allclose(background.rgb, key, atol=1 / 255)
+    for i in range(3):
+        assert synth.iou(alpha[i], truth[i]) >= 0.98
+    # Soft edges are recovered, not just the binary shape.
+    assert np.abs(alpha - truth).mean() < 0.005
+    assert alpha.min() >= 0 and alpha.max() <= 1
+    assert rgb.shape == frames.shape
+
+
+def test_despill_removes_key_tint_from_edges():
+    key = np.array([0.1, 0.8, 0.2], np.float32)
+    frames, truth, _ = synth.clip(t=1, bg=tuple(key))
+    rgb, alpha, _ = matte.remove_background(frames)
+    edge = (truth[0] > 0.2) & (truth[0] < 0.8) & (alpha[0] > 0.2)
+    assert edge.sum() > 20
+    # The raw edge pixels are strongly green; the despilled ones must not be.
+    raw_green = (frames[0][edge][:, 1] - frames[0][edge][:, [0, 2]].mean(axis=1)).mean()
+    out_green = (rgb[0][edge][:, 1] - rgb[0][edge][:, [0, 2]].mean(axis=1)).mean()
+    assert raw_green > 0.1
+    assert out_green < raw_green - 0.1
+
+
+def test_specks_in_background_are_removed():
+    frames, truth, _ = synth.clip(t=1, bg=(0.5, 0.5, 0.5))
+    frames[0, 5, 5] = (1.0, 0.0, 0.0)  # a single bright pixel of noise
+    _, alpha, _ = matte.remove_background(frames, cleanup=1)
+    assert alpha[0, 5, 5] == 0.0
+
+
+def test_non_solid_background_returns_input_with_warning(caplog):
+    h, w = 96, 128
+    gradient = np.stack([*np.meshgrid(np.linspace(0, 1, w), np.linspace(0, 1, h)), np.full((h, w), 0.5)], -1)
+    frames = np.repeat(gradient[None].astype(np.float32), 2, axis=0)
+    with caplog.at_level(logging.WARNING, logger="gameanim.sprite"):
+        rgb, alpha, background = matte.remove_background(frames)
+    assert not background.solid
+    assert "not a solid colour" in caplog.text
+    np.testing.assert_array_equal(rgb, frames)
+    assert (alpha == 1).all()
+
+
+def test_api_remove_background_tensors_and_mask():
+    frames, truth, _ = synth.clip(t=2)
+    rgb, alpha = api.remove_background(torch.from_numpy(frames))
+    assert isinstance(rgb, torch.Tensor) and rgb.dtype == torch.float32
+    assert rgb.shape == (2, *frames.shape[1:]) and alpha.shape == truth.shape
+    # External mask: used as alpha as given.
+    rgb2, alpha2 = api.remove_background(torch.from_numpy(frames), mask=torch.from_numpy(truth))
+    torch.testing.assert_close(alpha2, torch.from_numpy(truth))
+    # A single [H,W] mask is broadcast to every frame.
+    _, alpha3 = api.remove_background(torch.from_numpy(frames), mask=torch.from_numpy(truth[0]))
+    assert alpha3.shape == truth.shape
+
+
+def test_bad_inputs_raise_clear_errors():
+    frames, truth, _ = synth.clip(t=2)
+    with pytest.raises(InputError, match="empty batch"):
+        api.remove_background(torch.zeros(0, 16, 16, 3))
+    with pytest.raises(InputError, match="match"):
+        api.remove_background(torch.from_numpy(frames), mask=torch.ones(2, 10, 10))
+    with pytest.raises(InputError, match="frames"):
+        api.remove_background(torch.from_numpy(frames), mask=torch.ones(3, *truth.shape[1:]))
+    with pytest.raises(InputError, match="IMAGE"):
+        api.remove_background(torch.zeros(2, 16, 16))
+    with pytest.raises(InputError, match="low < high"):
+        api.remove_background(torch.from_numpy(frames), low=40, high=30)
+
+
+def test_progress_reports_every_frame_and_can_cancel():
+    frames, _, _ = synth.clip(t=4, h=64, w=96)
+    calls = []
+    api.remove_background(torch.from_numpy(frames), progress=lambda d, t: calls.append((d, t)))
+    assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    token = api.CancelToken()
+    token.cancel()
+    with pytest.raises(api.Cancelled):
+        api.remove_background(torch.from_numpy(frames), progress=token.progress())

@@ -1,0 +1,97 @@
+"""The sprite nodes: declarations, and the shipped API workflow run in-process through the node classes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from gameanim.errors import InputError, UnsafePathError
+from gameanim.nodes.sprite import comfy_nodes
+from PIL import Image
+
+WORKFLOW = "workflows/api/sprite_postprocess.json"
+
+
+def run_workflow(pack, path):
+    graph = json.loads(path.read_text())
+    outputs, ui = {}, {}
+    for node_id in sorted(graph, key=int):
+        node = graph[node_id]
+        instance = pack.NODE_CLASS_MAPPINGS[node["class_type"]]()
+        kwargs = {k: outputs[v[0]][v[1]] if isinstance(v, list) else v for k, v in node["inputs"].items()}
+        result = getattr(instance, instance.FUNCTION)(**kwargs)
+        if isinstance(result, dict):
+            ui[node_id] = result["ui"]
+            result = result["result"]
+        outputs[node_id] = result
+    return outputs, ui
+
+
+def test_nodes_declare_tooltips_and_categories(pack):
+    for node_id, cls in comfy_nodes.NODE_CLASS_MAPPINGS.items():
+        assert node_id in pack.NODE_CLASS_MAPPINGS and node_id.startswith("GameAnimSprite")
+        assert cls.CATEGORY.startswith("GameAnim/Sprite/") and cls.DESCRIPTION
+        for section in cls.INPUT_TYPES().values():
+            for spec in section.values():
+                assert spec[1]["tooltip"]
+        assert len(cls.RETURN_TYPES) == len(cls.RETURN_NAMES) == len(cls.OUTPUT_TOOLTIPS)
+
+
+def test_api_workflow_runs_through_the_nodes(pack, pack_root, tmp_path, monkeypatch):
+    monkeypatch.setenv("GAMEANIM_BASE_DIR", str(tmp_path))
+    outputs, ui = run_workflow(pack, pack_root / WORKFLOW)
+    assert outputs["1"][2] == 8
+    alpha = outputs["2"][1].numpy()
+    assert 0.05 < alpha.mean() < 0.5 and alpha[:, 0, 0].max() == 0  # keyed, not passed through
+    info = json.loads(outputs["3"][2])
+    assert len(info["offsets"]) == 8
+    out = tmp_path / "output" / "gameanim"
+    sheet_png = out / ui["5"]["images"][0]["filename"]
+    atlas = json.loads(sheet_png.with_suffix(".json").read_text())
+    assert len(atlas["frames"]) == 4  # on twos, then holds merged into 4 frames of 2/12 s
+    assert {f["duration"] for f in atlas["frames"].values()} == {167}
+    assert sheet_png.with_suffix(".tres").is_file() and sheet_png.with_suffix(".aseprite.json").is_file()
+    gif = out / ui["6"]["images"][0]["filename"]
+    with Image.open(gif) as im:
+        assert im.n_frames == 4  # Pillow merges the held duplicates
+        assert "transparency" in im.info
+
+
+def test_prefix_traversal_is_rejected(tmp_path, monkeypatch):
+    monkeypatch.setenv("GAMEANIM_BASE_DIR", str(tmp_path))
+    node = comfy_nodes.GameAnimSpriteExport()
+    import torch
+
+    img, mask = torch.zeros(2, 8, 8, 3), torch.ones(2, 8, 8)
+    with pytest.raises(UnsafePathError):
+        node.run(img, mask, "../outside", "gif", 12.0, 0)
+    result = node.run(img, mask, "ok/name", "apng", 12.0, 0)
+    assert result["result"][0] == "ok/name_00001.png"
+    assert node.run(img, mask, "ok/name", "apng", 12.0, 0)["result"][0] == "ok/name_00002.png"
+
+
+def test_loader_errors(tmp_path, monkeypatch):
+    monkeypatch.setenv("GAMEANIM_BASE_DIR", str(tmp_path))
+    node = comfy_nodes.GameAnimSpriteLoadFrames()
+    with pytest.raises(InputError, match="not found"):
+        node.load("input", "nothing_here", 0)
+    with pytest.raises(UnsafePathError):
+        node.load("pack_sample", "../../..", 0)
+    folder = tmp_path / "input" / "mixed"
+    folder.mkdir(parents=True)
+    Image.fromarray(np.zeros((8, 8, 4), np.uint8)).save(folder / "a.png")
+    Image.fromarray(np.zeros((9, 8, 4), np.uint8)).save(folder / "b.png")
+    with pytest.raises(InputError, match="one size"):
+        node.load("input", "mixed", 0)
+
+
+def test_timing_node_loop_trim_reports_indices():
+    import torch
+
+    base = torch.rand(5, 16, 16, 3, generator=torch.Generator().manual_seed(0))
+    frames = torch.cat([base, base[:1]])
+    img, _, info = comfy_nodes.GameAnimSpriteTiming().run(frames, "loop_trim", 2, 8, 24.0, 12.0, 3)
+    data = json.loads(info)
+    assert (data["start"], data["end"]) == (0, 5) and data["indices"] == [0, 1, 2, 3, 4]
+    assert img.shape[0] == 5
