@@ -180,3 +180,15 @@ def test_level_edges_boundaries_and_parsing():
         levels.decoder_value(6)
     with pytest.raises(InputError):
         levels.decoder_value(2, "paper")
+
+
+def test_small_character_on_busy_background_needs_mask_or_higher_quantile():
+    """Documented limit: under ~2% of the frame on texture, the 99th percentile is background speed."""
+    frames, mask = moving_sprite_clip(frames=8, speed=4.0, background="textured", sprite_height=0.15)
+    truth = 4.0 * SCALE_320x512
+    assert api.motion_scope(frames).scope < 0.6 * truth
+    assert api.motion_scope(frames, mask=mask).scope == pytest.approx(truth, rel=0.10)
+    from gameanim.nodes.motion.flow import estimate_flow
+
+    higher = scope_mod.scope_from_flow(estimate_flow(frames), frames=frames, quantile=0.999).scope
+    assert higher > 0.7 * truth

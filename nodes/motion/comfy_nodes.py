@@ -19,7 +19,7 @@ from .flow import (
     flow_to_hsv_image,
 )
 from .levels import DECODER_TABLES, DEFAULT_EDGES, DEFAULT_TABLE, decoder_value, level_of, parse_edges
-from .scope import DEFAULT_MIN_TEXTURE, DEFAULT_R, plot_per_frame, scope_from_flow
+from .scope import DEFAULT_MIN_TEXTURE, DEFAULT_QUANTILE, DEFAULT_R, plot_per_frame, scope_from_flow
 from .synthetic import BACKGROUNDS, moving_sprite_clip
 
 CATEGORY = category("Motion")
@@ -135,6 +135,15 @@ class MotionScope:
                     "is guessed, not measured (strongly recommended on plain backgrounds).",
                 ),
                 "mask": field("MASK", "Only measure where the mask is > 0.5, e.g. the character matte."),
+                "quantile": field(
+                    "FLOAT",
+                    "Which speed percentile of the clip r is relative to (0.99: one stray pixel cannot move the cut). "
+                    "Raise to 0.999-1.0 for a character under ~2% of the frame on a busy background, or give a mask.",
+                    default=DEFAULT_QUANTILE,
+                    min=0.5,
+                    max=1.0,
+                    step=0.001,
+                ),
                 "min_texture": field(
                     "FLOAT",
                     "Texture test threshold (structure-tensor min eigenvalue on 0..1 grey); 0 disables it.",
@@ -153,10 +162,11 @@ class MotionScope:
         edges: str,
         images: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
+        quantile: float = DEFAULT_QUANTILE,
         min_texture: float = DEFAULT_MIN_TEXTURE,
     ) -> tuple:
         bounds = parse_edges(edges)
-        result = scope_from_flow(flow, frames=images, r=r, mask=mask, min_texture=min_texture)
+        result = scope_from_flow(flow, frames=images, r=r, mask=mask, quantile=quantile, min_texture=min_texture)
         level = level_of(result.scope, bounds)
         return (result.scope, result.peak, level, plot_per_frame(result, bounds, level))
 
