@@ -36,8 +36,6 @@ def clip_array(frames: Any, min_frames: int = 2) -> np.ndarray:
             )
         frames = np.stack([_to_numpy(f) for f in frames]) if frames else np.zeros((0, 1, 1, 3), np.float32)
     array = _to_numpy(frames)
-    if array.ndim == 3 and array.shape[-1] in (1, 3, 4) and min_frames <= 1:
-        array = array[None]
     if array.ndim != 4 or array.shape[-1] not in (1, 3, 4):
         raise InputError(
             f"Expected a clip shaped [T,H,W,3] (an IMAGE batch, one image per frame); got shape {tuple(array.shape)}."

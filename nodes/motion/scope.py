@@ -102,7 +102,7 @@ def scope_from_flow(
     if mask is not None:
         usable &= pair_masks(mask, pairs, height, width)
     if frames is not None:
-        clip = clip_array(frames)
+        clip = clip_array(frames, min_frames=1)
         if clip.shape[1:3] != (height, width):
             raise InputError(
                 f"The frames are {clip.shape[1]}x{clip.shape[2]} px but the flow is {height}x{width}; "
