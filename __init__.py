@@ -12,9 +12,10 @@ from __future__ import annotations
 from .host import register_model_folders
 from .nodes import merge_mappings
 from .nodes.motion import comfy_nodes as motion_nodes
+from .nodes.pose import comfy_nodes as pose_nodes
 from .nodes.sprite import comfy_nodes as sprite_nodes
 
-FEATURE_NODE_MODULES: tuple = (sprite_nodes, motion_nodes)
+FEATURE_NODE_MODULES: tuple = (sprite_nodes, pose_nodes, motion_nodes)
 
 NODE_CLASS_MAPPINGS, NODE_DISPLAY_NAME_MAPPINGS = merge_mappings(FEATURE_NODE_MODULES)
 WEB_DIRECTORY = "web"

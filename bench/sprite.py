@@ -46,16 +46,12 @@ def main() -> None:
 
     t = 16
     rng = np.random.default_rng(0)
-    pos = [(256 + rng.uniform(-4, 4), 250 + rng.uniform(-4, 4)) for _ in range(t)]
-    frames, truth, _ = synth.clip(t=t, h=320, w=512, positions=pos)
-    # Scale the sprite up so it covers a realistic share of the frame (~15%).
-    import cv2
-
-    big = [synth.draw_sprite(320, 512, 256 + p[0] - 256, 300, scale=3.0) for p in pos]
+    # A sprite 3x the test size (~15% of a 512x320 frame), jittered by up to 4 px.
+    pos = [(256 + rng.uniform(-4, 4), 300 + rng.uniform(-4, 4)) for _ in range(t)]
+    big = [synth.draw_sprite(320, 512, x, y, scale=3.0) for x, y in pos]
     key = np.array([0.1, 0.8, 0.2], np.float32)
     frames = np.stack([a[..., None] * f + (1 - a[..., None]) * key for f, a in big]).astype(np.float32)
     truth = np.stack([a for _, a in big])
-    del cv2
 
     def ours():
         rgb, alpha, _ = matte.remove_background(frames)

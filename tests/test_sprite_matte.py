@@ -42,6 +42,15 @@ def test_despill_removes_key_tint_from_edges():
     assert out_green < raw_green - 0.1
 
 
+def test_noisy_background_still_keys_cleanly():
+    frames, truth, _ = synth.clip(t=2, bg=(0.2, 0.3, 0.9))
+    noisy = np.clip(frames + np.random.default_rng(0).normal(0, 0.01, frames.shape), 0, 1).astype(np.float32)
+    _, alpha, background = matte.remove_background(noisy)
+    assert background.solid
+    assert min(synth.iou(alpha[i], truth[i]) for i in range(2)) >= 0.98
+    assert (alpha[truth < 0.01] > 0).mean() < 0.001  # no semi-transparent dust in the background
+
+
 def test_specks_in_background_are_removed():
     frames, truth, _ = synth.clip(t=1, bg=(0.5, 0.5, 0.5))
     frames[0, 5, 5] = (1.0, 0.0, 0.0)  # a single bright pixel of noise

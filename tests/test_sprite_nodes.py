@@ -53,6 +53,8 @@ def test_api_workflow_runs_through_the_nodes(pack, pack_root, tmp_path, monkeypa
     assert {f["duration"] for f in atlas["frames"].values()} == {167}
     assert sheet_png.with_suffix(".tres").is_file() and sheet_png.with_suffix(".aseprite.json").is_file()
     gif = out / ui["6"]["images"][0]["filename"]
+    preview = ui["6"]["gameanim_preview"][0]
+    assert len(preview["frames"]) == 8 and preview["alpha"] and preview["fps"] == 12.0
     with Image.open(gif) as im:
         assert im.n_frames == 4  # Pillow merges the held duplicates
         assert "transparency" in im.info

@@ -38,9 +38,8 @@ def _next_free(prefix: str) -> str:
     parent = confined(base, rel).parent
     stem = Path(rel).name
     pattern = re.compile(re.escape(stem) + r"_(\d{5})")
-    used = (
-        [int(m.group(1)) for p in parent.glob(f"{stem}_*") if (m := pattern.match(p.name))] if parent.is_dir() else []
-    )
+    names = [p.name for p in parent.iterdir()] if parent.is_dir() else []
+    used = [int(m.group(1)) for n in names if (m := pattern.match(n))]
     return f"{rel}_{(max(used) + 1) if used else 1:05d}"
 
 
@@ -117,7 +116,7 @@ class GameAnimSpriteRemoveBackground:
                 "image": field("IMAGE", IMAGE_TIP),
                 "low": field(
                     "FLOAT",
-                    "ΔE (CIE Lab) below which a pixel is background.",
+                    "ΔE (CIE Lab) below which a pixel is background; also the tolerance of the solid-background check (raise it for noisy or slightly shaded backgrounds).",
                     default=8.0,
                     min=0.0,
                     max=100.0,
@@ -484,9 +483,11 @@ class GameAnimSpriteExport:
             image, mask, host.output_dir(), name, format, fps, None, loop, host.progress(len(image))
         )
         entries = [_ui_entry(p) for p in paths]
-        ui: dict[str, Any] = {"images": entries, **animation_preview(image, fps, mask=mask)}
+        ui: dict[str, Any] = {"images": entries}
         if format != "png_sequence":
             ui["animated"] = (True,)
+        # The pack's web player (play, scrub, onion skin, checkerboard behind alpha) on the node.
+        ui.update(animation_preview(image, fps, mask))
         rel = "\n".join(f"{e['subfolder']}/{e['filename']}".lstrip("/") for e in entries)
         return {"ui": ui, "result": (rel,)}
 

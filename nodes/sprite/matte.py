@@ -108,25 +108,34 @@ def matte_frame(
     """
     key_lab = to_lab(key[None])[0]
     diff = cv2.cvtColor(frame, cv2.COLOR_RGB2Lab) - key_lab
-    dist = np.sqrt(np.einsum("hwc,hwc->hw", diff, diff))
-    core = (dist >= high).astype(np.uint8)
+    dist2 = np.einsum("hwc,hwc->hw", diff, diff)  # squared ΔE: compared with squared thresholds
+    core = (dist2 >= high * high).astype(np.uint8)
     if cleanup > 0:
         kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * cleanup + 1, 2 * cleanup + 1))
         core = cv2.morphologyEx(core, cv2.MORPH_OPEN, kernel)
+    alpha = np.zeros(frame.shape[:2], np.float32)
+    rgb = frame.copy()  # background pixels already hold (nearly) the key colour
+    x, y, w, h = cv2.boundingRect(core)
+    if w == 0 or h == 0:
+        return rgb, alpha
+    # Everything below happens inside the sprite's box (plus the filter reach), not the whole frame.
+    m = window
+    x0, y0 = max(0, x - m), max(0, y - m)
+    x1, y1 = min(frame.shape[1], x + w + m), min(frame.shape[0], y + h + m)
+    crop, core_c, dist2_c = frame[y0:y1, x0:x1], core[y0:y1, x0:x1], dist2[y0:y1, x0:x1]
     # Pixels whose whole 3x3 neighbourhood is core are surely opaque; the rim of the core is where
     # anti-aliasing lives (on a dark key a 30% blend already exceeds ``high``), so it is unmixed too.
     square = np.ones((3, 3), np.uint8)
-    interior = cv2.erode(core, square)
-    alpha = interior.astype(np.float32)
-    rgb = np.where(interior[..., None].astype(bool), frame, key).astype(np.float32)
-    rim = (cv2.dilate(core, square) > interior) & (dist >= low)
+    interior = cv2.erode(core_c, square)
+    inner = interior.astype(np.float32)
+    alpha[y0:y1, x0:x1] = inner
+    rim = (cv2.dilate(core_c, square) > interior) & (dist2_c >= low * low)
     ys, xs = np.nonzero(rim)
     if len(ys):
         # Foreground colour behind each rim pixel: mean of the interior pixels in a small window.
-        inner = alpha
         weight = cv2.boxFilter(inner, -1, (window, window), normalize=False)[ys, xs]
-        fg_sum = cv2.boxFilter(frame * inner[..., None], -1, (window, window), normalize=False)[ys, xs]
-        c = frame[ys, xs]
+        fg_sum = cv2.boxFilter(crop * inner[..., None], -1, (window, window), normalize=False)[ys, xs]
+        c = crop[ys, xs]
         fg = np.where(weight[:, None] > 0, fg_sum / np.maximum(weight, 1e-6)[:, None], c)
         diff_fg = fg - key
         proj = np.sum((c - key) * diff_fg, axis=-1) / np.maximum(np.sum(diff_fg * diff_fg, axis=-1), 1e-6)
@@ -134,8 +143,8 @@ def matte_frame(
         # Despill: remove the key's share from rim pixels (exact for C = a F + (1 - a) B).
         safe = np.maximum(a, 0.05)[:, None]
         unmixed = np.clip((c - (1.0 - safe) * key) / safe, 0.0, 1.0)
-        alpha[ys, xs] = a
-        rgb[ys, xs] = np.where(a[:, None] >= 1.0, c, np.where(a[:, None] > 0, unmixed, key))
+        alpha[ys + y0, xs + x0] = a
+        rgb[ys + y0, xs + x0] = np.where(a[:, None] >= 1.0, c, np.where(a[:, None] > 0, unmixed, key))
     return rgb, alpha
 
 

@@ -102,11 +102,13 @@ def write_sheet(
 
 
 def stabilise(rgb: Any, alpha: Any, **kwargs: Any) -> anchor.Stabilised:
+    """:func:`.anchor.stabilise` on tensors (alpha from ``alpha``, a 4th channel, or opaque)."""
     arr, a = rgb_alpha(rgb, alpha)
     return anchor.stabilise(arr, a, **kwargs)
 
 
 def pixelate(rgb: Any, alpha: Any, width: int, height: int, **kwargs: Any) -> tuple[np.ndarray, np.ndarray, Any]:
+    """:func:`.pixelart.pixelate` on tensors; returns numpy ``(rgb, alpha, palette)``."""
     arr, a = rgb_alpha(rgb, alpha)
     return pixelart.pixelate(arr, a, width, height, **kwargs)
 
@@ -122,6 +124,7 @@ def export_animation(
     loop: int = 0,
     progress: ProgressFn | None = None,
 ) -> list[Path]:
+    """Encode tensors with :func:`.export.save_animation` (durations from ``fps`` or ``durations_ms``)."""
     arr, a = rgb_alpha(rgb, alpha)
     durations = [int(round(d)) for d in durations_for(len(arr), fps, durations_ms)]
     return export.save_animation(fmt, sheet.to_rgba8(arr, a), durations, directory, name, loop, progress)

@@ -1,0 +1,1 @@
+"""Pose from rigs: BVH / Blender motion → orientation-true OpenPose maps, keypoints, depth and normals."""

@@ -1,0 +1,377 @@
+"""ComfyUI adapter for pose-from-rig: load a motion, pick a camera, render pose / depth / normal maps."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ... import host
+from ...errors import InputError
+from ...paths import confined
+from ..common import category, field
+from .blender_worker import RIG_SUFFIXES, motion_from_rig, render_rig_maps
+from .camera import PRESETS, PROJECTIONS
+from .motion import load_motion
+from .render_motion import SAMPLE_DIR, CameraSettings, render_pose
+from .skeleton import BUILTIN_MAPPINGS, Pose3D, load_mapping, pose3d_from_motion
+
+POSE3D = "GAMEANIM_POSE3D"
+POSE_CAMERA = "GAMEANIM_POSE_CAMERA"
+SAMPLE_PREFIX = "sample:"
+MOTION_SUFFIXES = (".bvh", ".json", *RIG_SUFFIXES)
+CUSTOM_MAPPING = "custom (mapping_file)"
+
+
+def _motion_choices() -> list[str]:
+    samples = sorted(SAMPLE_PREFIX + p.name for p in SAMPLE_DIR.glob("*.bvh"))
+    found: list[str] = []
+    root = host.input_dir()
+    if root.is_dir():
+        for dirpath, _, files in os.walk(root):
+            found.extend(
+                Path(dirpath, n).relative_to(root).as_posix() for n in files if n.lower().endswith(MOTION_SUFFIXES)
+            )
+            if len(found) >= 500:  # a huge input folder must not stall the node list
+                break
+    return samples + sorted(found)
+
+
+def _resolve_motion(name: str) -> Path:
+    if name.startswith(SAMPLE_PREFIX):
+        return confined(SAMPLE_DIR, name[len(SAMPLE_PREFIX) :])
+    path = confined(host.input_dir(), name)
+    if not path.is_file():
+        raise InputError(f"Motion file {name!r} was not found in ComfyUI's input folder ({host.input_dir()}).")
+    return path
+
+
+def _images(array: Any) -> Any:
+    import torch
+
+    tensor = torch.from_numpy(array)
+    return tensor.float().div_(255.0) if tensor.dtype == torch.uint8 else tensor.float()
+
+
+class LoadMotion:
+    DESCRIPTION = (
+        "Loads a character motion and maps its bones to the 18 OpenPose points in 3-D. BVH and GameAnim JSON "
+        "motion files load in-process; FBX / .blend / glTF rigs are evaluated by Blender (set GAMEANIM_BLENDER or "
+        "the blender_executable input). Left and right come from the rig's own bone names, never guessed."
+    )
+    CATEGORY = category("Pose")
+    RETURN_TYPES = (POSE3D,)
+    RETURN_NAMES = ("pose3d",)
+    OUTPUT_TOOLTIPS = ("3-D OpenPose points per frame with head orientation, for the GameAnim render nodes.",)
+    FUNCTION = "load"
+
+    @classmethod
+    def INPUT_TYPES(cls) -> dict[str, Any]:
+        return {
+            "required": {
+                "motion": field(
+                    _motion_choices(),
+                    "Motion file from ComfyUI's input folder (.bvh, .json, .fbx, .blend, .glb) or a sample shipped with GameAnim.",
+                ),
+                "frame_start": field("INT", "First frame to use (0-based).", default=0, min=0, max=100000),
+                "frame_end": field(
+                    "INT", "Frame to stop before (exclusive); -1 = to the end.", default=-1, min=-1, max=100000
+                ),
+                "frame_step": field(
+                    "INT",
+                    "Use every n-th frame (e.g. 2 turns a 32-frame action into 16 frames).",
+                    default=1,
+                    min=1,
+                    max=1000,
+                ),
+                "skeleton_mapping": field(
+                    ["auto", *BUILTIN_MAPPINGS, CUSTOM_MAPPING],
+                    "Which bone names map to the OpenPose points. auto tries Mixamo, CMU and CMU-ASF names.",
+                ),
+            },
+            "optional": {
+                "mapping_file": field(
+                    "STRING",
+                    "JSON mapping for other rigs, relative to the input folder (see docs/pose.md).",
+                    default="",
+                ),
+                "blender_executable": field(
+                    "STRING",
+                    "Blender executable or bpy-Python for FBX/.blend files; empty = the GAMEANIM_BLENDER environment variable.",
+                    default="",
+                ),
+                "hands": field(
+                    "BOOLEAN",
+                    "Add 21-point OpenPose hands when the rig has Mixamo-named finger bones on both hands.",
+                    default=True,
+                ),
+            },
+        }
+
+    @classmethod
+    def IS_CHANGED(cls, **kwargs: Any) -> str:
+        try:
+            path = _resolve_motion(kwargs.get("motion", ""))
+            return f"{path}:{path.stat().st_mtime_ns}"
+        except (InputError, OSError):
+            return ""
+
+    def load(
+        self,
+        motion: str,
+        frame_start: int,
+        frame_end: int,
+        frame_step: int,
+        skeleton_mapping: str,
+        mapping_file: str = "",
+        blender_executable: str = "",
+        hands: bool = True,
+    ) -> tuple[Pose3D]:
+        path = _resolve_motion(motion)
+        frames = (frame_start, None if frame_end < 0 else frame_end, frame_step)
+        if path.suffix.lower() in RIG_SUFFIXES:
+            loaded = motion_from_rig(path, frames, blender_executable, progress=host.progress(100))
+        else:
+            loaded = load_motion(path, frames)
+        if skeleton_mapping == CUSTOM_MAPPING:
+            if not mapping_file.strip():
+                raise InputError(
+                    "skeleton_mapping is 'custom' but mapping_file is empty; give a mapping JSON file name."
+                )
+            mapping: Any = load_mapping(confined(host.input_dir(), mapping_file))
+        else:
+            mapping = skeleton_mapping
+        return (pose3d_from_motion(loaded, mapping, hands),)
+
+
+class PoseCamera:
+    DESCRIPTION = (
+        "Camera for rendering rig motion: a preset around the character's own facing (side_right = the character "
+        "faces screen-right), orthographic or perspective, auto-fitted to the whole motion with one scale so the "
+        "size stays stable. Root follow keeps a running character centred."
+    )
+    CATEGORY = category("Pose")
+    RETURN_TYPES = (POSE_CAMERA,)
+    RETURN_NAMES = ("camera",)
+    OUTPUT_TOOLTIPS = ("Camera settings for the GameAnim pose render nodes.",)
+    FUNCTION = "build"
+
+    @classmethod
+    def INPUT_TYPES(cls) -> dict[str, Any]:
+        return {
+            "required": {
+                "preset": field(
+                    list(PRESETS), "Where the camera stands relative to the character's facing.", default="side_right"
+                ),
+                "projection": field(
+                    list(PROJECTIONS), "Orthographic (sprite-like, no size change with depth) or perspective."
+                ),
+                "width": field("INT", "Output width in pixels.", default=512, min=64, max=4096, step=8),
+                "height": field("INT", "Output height in pixels.", default=512, min=64, max=4096, step=8),
+                "margin": field(
+                    "FLOAT",
+                    "Empty border around the motion, as a fraction of the canvas.",
+                    default=0.08,
+                    min=0.0,
+                    max=0.45,
+                    step=0.01,
+                ),
+                "follow_root": field(
+                    "BOOLEAN", "Move the camera with the character's ground motion (running in place).", default=True
+                ),
+                "fov_degrees": field(
+                    "FLOAT",
+                    "Perspective only: the angle the whole motion spans. Wider = camera closer = stronger perspective; the fit keeps the character in frame.",
+                    default=30.0,
+                    min=5.0,
+                    max=120.0,
+                    step=1.0,
+                ),
+            }
+        }
+
+    def build(
+        self,
+        preset: str,
+        projection: str,
+        width: int,
+        height: int,
+        margin: float,
+        follow_root: bool,
+        fov_degrees: float,
+    ) -> tuple[CameraSettings]:
+        return (CameraSettings(preset, projection, width, height, margin, follow_root, fov_degrees),)
+
+
+class RenderPose:
+    DESCRIPTION = (
+        "Draws orientation-true OpenPose maps from 3-D rig motion: true left/right colours, face points hidden when "
+        "the head faces away, limbs drawn far-to-near. Also outputs POSE_KEYPOINT exactly like comfyui_controlnet_aux."
+    )
+    CATEGORY = category("Pose")
+    RETURN_TYPES = ("IMAGE", "POSE_KEYPOINT")
+    RETURN_NAMES = ("pose_images", "pose_keypoint")
+    OUTPUT_TOOLTIPS = (
+        "OpenPose maps, one per frame.",
+        "Keypoints per frame (controlnet_aux format, normalised coordinates).",
+    )
+    FUNCTION = "render"
+
+    @classmethod
+    def INPUT_TYPES(cls) -> dict[str, Any]:
+        return {
+            "required": {
+                "pose3d": field(POSE3D, "Motion from GameAnim Load Motion."),
+                "camera": field(POSE_CAMERA, "Camera from GameAnim Pose Camera."),
+                "stick_width": field(
+                    "INT",
+                    "Limb half-width in pixels (ControlNet's annotator uses 4 at 512px).",
+                    default=4,
+                    min=1,
+                    max=32,
+                ),
+                "depth_shading": field("BOOLEAN", "Darken far limbs so front and back limbs differ.", default=False),
+            }
+        }
+
+    def render(self, pose3d: Pose3D, camera: CameraSettings, stick_width: int, depth_shading: bool) -> tuple[Any, list]:
+        progress = host.progress(pose3d.frame_count)
+        result = render_pose(pose3d, camera, stick_width, depth_shading, progress=progress, as_float=True)
+        return (_images(result.pose_maps), result.keypoints)
+
+
+class RenderPoseDepthNormal:
+    DESCRIPTION = (
+        "Renders depth and normal maps of limb capsules and a head sphere from 3-D rig motion (no Blender needed), "
+        "for a second ControlNet that tells front limbs from back limbs. Near is white in the depth map."
+    )
+    CATEGORY = category("Pose")
+    RETURN_TYPES = ("IMAGE", "IMAGE", "MASK")
+    RETURN_NAMES = ("depth", "normal", "silhouette")
+    OUTPUT_TOOLTIPS = (
+        "Depth maps (near = white).",
+        "Normal maps (R right, G up, B towards the viewer).",
+        "Body silhouette.",
+    )
+    FUNCTION = "render"
+
+    @classmethod
+    def INPUT_TYPES(cls) -> dict[str, Any]:
+        return {
+            "required": {
+                "pose3d": field(POSE3D, "Motion from GameAnim Load Motion."),
+                "camera": field(
+                    POSE_CAMERA, "Camera from GameAnim Pose Camera (use the same one as for the pose maps)."
+                ),
+            }
+        }
+
+    def render(self, pose3d: Pose3D, camera: CameraSettings) -> tuple[Any, Any, Any]:
+        from .pipeline import render_capsule_maps
+
+        depth, normal = render_capsule_maps(pose3d, camera.fit(pose3d), host.progress(pose3d.frame_count))
+        depth_t = _images(depth)
+        return (depth_t[..., None].repeat(1, 1, 1, 3), _images(normal), (depth_t > 0).float())
+
+
+class RenderRigMesh:
+    DESCRIPTION = (
+        "Renders the rig's own mesh with Blender (Workbench, or Cycles for exact normals) from the same fitted "
+        "camera as the pose maps: depth (near = white), normals and silhouette, pixel-aligned with the OpenPose maps. "
+        "Needs Blender (GAMEANIM_BLENDER or blender_executable) and the rig file the motion was loaded from."
+    )
+    CATEGORY = category("Pose")
+    RETURN_TYPES = ("IMAGE", "IMAGE", "MASK")
+    RETURN_NAMES = ("depth", "normal", "silhouette")
+    OUTPUT_TOOLTIPS = (
+        "Mesh depth maps (near = white).",
+        "Mesh normal maps (R right, G up, B towards the viewer).",
+        "Mesh silhouette.",
+    )
+    FUNCTION = "render"
+
+    @classmethod
+    def INPUT_TYPES(cls) -> dict[str, Any]:
+        rigs = [c for c in _motion_choices() if c.lower().endswith(RIG_SUFFIXES)] or ["(no rig files in input/)"]
+        return {
+            "required": {
+                "pose3d": field(POSE3D, "Motion loaded from the same rig file (its frames are the frames rendered)."),
+                "camera": field(POSE_CAMERA, "Camera from GameAnim Pose Camera (the same as for the pose maps)."),
+                "rig": field(rigs, "The rig file (.fbx, .blend, .glb) in ComfyUI's input folder, with its mesh."),
+                "engine": field(
+                    ["workbench", "cycles"],
+                    "Workbench: fast (about 0.3 s/frame), normals from depth. Cycles: exact normals, slower.",
+                ),
+            },
+            "optional": {
+                "blender_executable": field(
+                    "STRING",
+                    "Blender executable or bpy-Python; empty = the GAMEANIM_BLENDER environment variable.",
+                    default="",
+                ),
+            },
+        }
+
+    def render(
+        self, pose3d: Pose3D, camera: CameraSettings, rig: str, engine: str, blender_executable: str = ""
+    ) -> tuple[Any, Any, Any]:
+        path = _resolve_motion(rig)
+        blender_engine = "CYCLES" if engine == "cycles" else "BLENDER_WORKBENCH"
+        depth, normal, alpha = render_rig_maps(
+            path, pose3d, camera.fit(pose3d), blender_executable, blender_engine, host.progress(pose3d.frame_count)
+        )
+        depth_t = _images(depth)
+        return (depth_t[..., None].repeat(1, 1, 1, 3), _images(normal), _images(alpha))
+
+
+class SavePoseKeypoints:
+    DESCRIPTION = "Saves POSE_KEYPOINT as a JSON file in ComfyUI's output folder (the controlnet_aux list format)."
+    CATEGORY = category("Pose")
+    RETURN_TYPES = ()
+    OUTPUT_NODE = True
+    FUNCTION = "save"
+
+    @classmethod
+    def INPUT_TYPES(cls) -> dict[str, Any]:
+        return {
+            "required": {
+                "pose_keypoint": field("POSE_KEYPOINT", "Keypoints from GameAnim Render Pose or any OpenPose node."),
+                "filename_prefix": field(
+                    "STRING",
+                    "File name prefix inside the output folder (sub-folders allowed).",
+                    default="gameanim/pose",
+                ),
+            }
+        }
+
+    def save(self, pose_keypoint: list, filename_prefix: str) -> dict[str, Any]:
+        from ...atomic import write_text_atomic
+
+        counter = 1
+        while True:
+            path = host.output_path(f"{filename_prefix}_{counter:05d}.json")
+            if not path.exists():
+                break
+            counter += 1
+        text = json.dumps(pose_keypoint)
+        write_text_atomic(path, text, overwrite=False)
+        return {"ui": {"openpose_json": [text], "text": [path.name]}, "result": ()}
+
+
+NODE_CLASS_MAPPINGS = {
+    "GameAnimLoadMotion": LoadMotion,
+    "GameAnimPoseCamera": PoseCamera,
+    "GameAnimRenderPose": RenderPose,
+    "GameAnimRenderPoseDepthNormal": RenderPoseDepthNormal,
+    "GameAnimRenderRigMesh": RenderRigMesh,
+    "GameAnimSavePoseKeypoints": SavePoseKeypoints,
+}
+NODE_DISPLAY_NAME_MAPPINGS = {
+    "GameAnimLoadMotion": "GameAnim Load Motion (BVH / JSON / Blender rig)",
+    "GameAnimPoseCamera": "GameAnim Pose Camera",
+    "GameAnimRenderPose": "GameAnim Render Pose (OpenPose)",
+    "GameAnimRenderPoseDepthNormal": "GameAnim Render Pose Depth / Normal",
+    "GameAnimRenderRigMesh": "GameAnim Render Rig Mesh Depth / Normal (Blender)",
+    "GameAnimSavePoseKeypoints": "GameAnim Save Pose Keypoints (JSON)",
+}

@@ -1,0 +1,48 @@
+"""POSE_KEYPOINT exactly as comfyui_controlnet_aux emits it, and its reader's acceptance rules.
+
+One dict per frame: ``{"people": [{"pose_keypoints_2d": [x, y, c] * 18, "face_keypoints_2d": None,
+"hand_left_keypoints_2d": None, "hand_right_keypoints_2d": None}], "canvas_height": H,
+"canvas_width": W}`` with x, y divided by W and H.  A drawn point has c = 1.0; a hidden one is
+``0, 0, 0`` (controlnet_aux's readers drop anything with c < 1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def _flat(points: np.ndarray, visible: np.ndarray, scale: np.ndarray) -> list[float]:
+    flat: list[float] = []
+    for (x, y), v in zip(points / scale, visible, strict=True):
+        flat.extend((float(x), float(y), 1.0) if v else (0.0, 0.0, 0.0))
+    return flat
+
+
+def pose_keypoint_frames(
+    xy: np.ndarray,
+    visible: np.ndarray,
+    width: int,
+    height: int,
+    hands_xy: np.ndarray | None = None,
+    hands_visible: np.ndarray | None = None,
+) -> list[dict[str, Any]]:
+    """Pixel points (F, 18, 2) and visibility (F, 18) → the POSE_KEYPOINT list.
+
+    ``hands_xy`` (F, 2, 21, 2) with ``hands_visible`` (left, right) fill the hand lists (63 values).
+    """
+    frames: list[dict[str, Any]] = []
+    scale = np.array([float(width), float(height)])
+    for f, (pts, vis) in enumerate(zip(xy, visible, strict=True)):
+        hands = [None, None]
+        if hands_xy is not None and hands_visible is not None:
+            hands = [_flat(hands_xy[f, side], hands_visible[f, side], scale) for side in range(2)]
+        person = {
+            "pose_keypoints_2d": _flat(pts, vis, scale),
+            "face_keypoints_2d": None,
+            "hand_left_keypoints_2d": hands[0],
+            "hand_right_keypoints_2d": hands[1],
+        }
+        frames.append({"people": [person], "canvas_height": int(height), "canvas_width": int(width)})
+    return frames
