@@ -12,11 +12,12 @@ from __future__ import annotations
 from .host import register_model_folders
 from .nodes import merge_mappings
 from .nodes.animegamer import decoder_nodes, mllm_nodes
+from .nodes.motion import comfy_nodes as motion_nodes
 from .nodes.pose import comfy_nodes as pose_nodes
 from .nodes.sprite import comfy_nodes as sprite_nodes
 from .nodes.vc2 import comfy_nodes as vc2_nodes
 
-FEATURE_NODE_MODULES: tuple = (vc2_nodes, sprite_nodes, pose_nodes, mllm_nodes, decoder_nodes)
+FEATURE_NODE_MODULES: tuple = (vc2_nodes, sprite_nodes, pose_nodes, motion_nodes, mllm_nodes, decoder_nodes)
 
 NODE_CLASS_MAPPINGS, NODE_DISPLAY_NAME_MAPPINGS = merge_mappings(FEATURE_NODE_MODULES)
 WEB_DIRECTORY = "web"

@@ -1,0 +1,100 @@
+"""Input checks shared by the motion modules: IMAGE-style clips, flow tensors and masks.
+
+Every function here turns a user-facing mistake (one frame, a list of differently sized frames,
+a mask of another size) into an :class:`InputError` that says what was found and what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import cv2
+import numpy as np
+
+from ...errors import InputError, NumericalError
+
+
+def _to_numpy(value: Any) -> np.ndarray:
+    if hasattr(value, "detach"):
+        return value.detach().to("cpu").float().numpy()
+    return np.asarray(value, dtype=np.float32)
+
+
+def clip_array(frames: Any, min_frames: int = 2) -> np.ndarray:
+    """A clip as float32 ``[T,H,W,3]`` in 0..1 from an IMAGE tensor, an array or a list of frames.
+
+    A list of frames of different sizes is rejected (flow needs pixel correspondence); RGBA input
+    keeps its RGB channels; a single grey channel is repeated.
+    """
+    if isinstance(frames, Sequence) and not isinstance(frames, np.ndarray) and not hasattr(frames, "shape"):
+        shapes = {tuple(np.shape(f)) for f in frames}
+        if len(shapes) > 1:
+            raise InputError(
+                f"The frames have different sizes {sorted(shapes)}; optical flow needs every frame of a clip at the "
+                "same size. Resize them to one size first (e.g. with an Upscale Image node)."
+            )
+        frames = np.stack([_to_numpy(f) for f in frames]) if frames else np.zeros((0, 1, 1, 3), np.float32)
+    array = _to_numpy(frames)
+    if array.ndim != 4 or array.shape[-1] not in (1, 3, 4):
+        raise InputError(
+            f"Expected a clip shaped [T,H,W,3] (an IMAGE batch, one image per frame); got shape {tuple(array.shape)}."
+        )
+    if array.shape[0] < min_frames:
+        raise InputError(
+            f"The clip has {array.shape[0]} frame(s); motion needs at least {min_frames} frames "
+            "(one frame pair). Pass the whole animation as one IMAGE batch."
+        )
+    if array.shape[1] < 8 or array.shape[2] < 8:
+        raise InputError(f"Frames of {array.shape[1]}x{array.shape[2]} px are too small for optical flow (min 8x8).")
+    if not np.isfinite(array).all():
+        raise NumericalError("The frames contain NaN or inf values; check the node that produced them.")
+    if array.shape[-1] == 1:
+        array = np.repeat(array, 3, axis=-1)
+    return np.ascontiguousarray(np.clip(array[..., :3], 0.0, 1.0), dtype=np.float32)
+
+
+def grey_uint8(clip: np.ndarray) -> list[np.ndarray]:
+    """Per-frame 8-bit luma (OpenCV's RGB2GRAY weights), the input OpenCV flow methods want."""
+    return [cv2.convertScaleAbs(cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY), alpha=255.0) for frame in clip]
+
+
+def flow_array(flow: Any) -> np.ndarray:
+    """An ``OPTICAL_FLOW`` value as float32 ``[N,H,W,2]`` (pixels, x then y), NaN rejected."""
+    array = _to_numpy(flow)
+    if array.ndim == 3 and array.shape[-1] == 2:
+        array = array[None]
+    if array.ndim != 4 or array.shape[-1] != 2 or array.shape[0] < 1:
+        raise InputError(f"Expected optical flow shaped [N-1,H,W,2] (OPTICAL_FLOW); got shape {tuple(array.shape)}.")
+    if not np.isfinite(array).all():
+        raise NumericalError("The optical flow contains NaN or inf values; recompute it (RAFT weights may be corrupt).")
+    return np.ascontiguousarray(array, dtype=np.float32)
+
+
+def pair_masks(mask: Any, pairs: int, height: int, width: int) -> np.ndarray:
+    """A boolean ``[pairs,H,W]`` selection from a MASK given per frame, per pair or once for the clip.
+
+    Pair ``i`` uses the mask of its first frame ``i`` (the flow is defined on that frame's pixels).
+    Values above 0.5 select a pixel, so soft mattes work.
+    """
+    array = _to_numpy(mask)
+    if array.ndim == 2:
+        array = array[None]
+    if array.ndim == 4 and array.shape[-1] == 1:
+        array = array[..., 0]
+    if array.ndim != 3:
+        raise InputError(f"Expected a MASK shaped [T,H,W] or [H,W]; got shape {tuple(array.shape)}.")
+    if array.shape[1:] != (height, width):
+        raise InputError(
+            f"The mask is {array.shape[1]}x{array.shape[2]} px but the frames are {height}x{width}; "
+            "give a mask of the same size as the frames."
+        )
+    if array.shape[0] == 1:
+        array = np.repeat(array, pairs, axis=0)
+    elif array.shape[0] in (pairs, pairs + 1):
+        array = array[:pairs]
+    else:
+        raise InputError(
+            f"The mask has {array.shape[0]} frames; expected 1, {pairs} (one per frame pair) or {pairs + 1} (one per frame)."
+        )
+    return array > 0.5
