@@ -12,9 +12,26 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
+def _umask() -> int:
+    """The process umask: from ``/proc`` where it exists (no global change), else set and restored."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_target(path: str | os.PathLike[str], overwrite: bool = True) -> Iterator[Path]:
     """Yield a temp path beside ``path``; on success rename it onto ``path``.
+
+    The file gets the permissions a plain ``open(path, "w")`` would give (``mkstemp`` alone makes
+    it private to the owner, which would hide outputs from other users and web servers).
 
     With ``overwrite=False`` an existing ``path`` raises :class:`FileExistsError` before anything is
     written (and again at rename time, in case another writer got there first).
@@ -26,6 +43,7 @@ def atomic_target(path: str | os.PathLike[str], overwrite: bool = True) -> Itera
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     tmp = Path(tmp_name)
+    os.chmod(tmp, 0o666 & ~_umask())
     try:
         yield tmp
         with open(tmp, "rb+") as handle:

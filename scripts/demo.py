@@ -1,36 +1,26 @@
-"""GameAnim's one-command demo: render the shipped run cycle to pose frames, with no downloaded weights.
+"""GameAnim's one-command demo, with no downloaded weights: rig motion → pose frames → motion scope → sprites.
 
-    python scripts/demo.py --out demo_out
+    python scripts/demo.py --out gameanim_demo
 
-Writes ``demo_out/pose/pose_0000.png …`` (orientation-true OpenPose maps), ``pose_keypoints.json``
-(POSE_KEYPOINT, the comfyui_controlnet_aux format), ``pose_sheet.png`` + ``pose_sheet.json`` (a
-sprite sheet with its TexturePacker atlas, via ``api.save_sprite_sheet``) and ``pose.gif``.  Other GameAnim features extend this demo (motion scope, sprite sheet from generated
-frames) once they land.
+From the shipped run cycle (``nodes/pose/motions/run_cycle.bvh``, or ``--motion`` a .bvh/.json) it writes:
+
+* ``pose/pose_0000.png …`` — orientation-true OpenPose maps, and ``pose_keypoints.json`` (POSE_KEYPOINT,
+  the comfyui_controlnet_aux format);
+* ``motion_scope.json`` — the clip's motion scope (AnimeGamer's action intensity: raw value, level 1–5,
+  per frame), measured with optical flow on a shaded mannequin rendered from the rig's limb capsules;
+* ``mannequin_sheet.png`` + ``mannequin_sheet.json`` (TexturePacker atlas, what Phaser/PixiJS load) and
+  ``mannequin.gif`` — the mannequin as a transparent, feet-anchored sprite animation.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def import_pack():
-    """Import the pack by path as ``gameanim`` (the same way ComfyUI and the tests do)."""
-    if "gameanim" in sys.modules:
-        return sys.modules["gameanim"]
-    spec = importlib.util.spec_from_file_location(
-        "gameanim", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gameanim"] = module
-    spec.loader.exec_module(module)
-    return module
+from _pack import import_pack
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,32 +39,47 @@ def main(argv: list[str] | None = None) -> int:
     import_pack()
     import torch
     from gameanim import api
-    from gameanim.nodes.pose.render_motion import SAMPLE_RUN_CYCLE, CameraSettings, render_motion_file
+    from gameanim.nodes.pose.motion import load_motion
+    from gameanim.nodes.pose.render_motion import SAMPLE_RUN_CYCLE, CameraSettings, render_pose
+    from gameanim.nodes.pose.skeleton import pose3d_from_motion
     from PIL import Image
 
-    motion = args.motion or SAMPLE_RUN_CYCLE
-    step = max(1, args.step)
     start = time.perf_counter()
+    motion = load_motion(args.motion or SAMPLE_RUN_CYCLE, (0, None, max(1, args.step)))
     settings = CameraSettings(preset=args.camera, width=args.size, height=args.size, follow_root=True)
-    result = render_motion_file(motion, settings, (0, None, step))
-    elapsed = time.perf_counter() - start
+    result = render_pose(pose3d_from_motion(motion, "auto"), settings, with_depth_normal=True)
+    fps = result.pose.fps / max(1, args.step)
 
     pose_dir = args.out / "pose"
     pose_dir.mkdir(parents=True, exist_ok=True)
     for i, frame in enumerate(result.pose_maps):
         Image.fromarray(frame).save(pose_dir / f"pose_{i:04d}.png")
     (args.out / "pose_keypoints.json").write_text(json.dumps(result.keypoints), encoding="utf-8")
-    rgb = torch.from_numpy(result.pose_maps).float() / 255.0
-    alpha = torch.ones(rgb.shape[:3])
-    written = api.save_sprite_sheet(rgb, alpha, args.out, "pose_sheet", formats=("texturepacker_hash",))
-    written += api.export_animation(rgb, None, args.out, "pose", "gif", fps=result.pose.fps / step)
-    print(
-        f"{len(result.pose_maps)} pose frames ({args.camera}, {args.size}px, mapping {result.pose.mapping}) in {elapsed:.2f} s"
+
+    alpha = torch.from_numpy(result.depth_maps > 0).float()
+    shading = torch.from_numpy(result.depth_maps)[..., None]
+    mannequin = (torch.from_numpy(result.normal_maps) * (0.35 + 0.65 * shading)).clamp(0, 1) * alpha[..., None]
+    scope = api.motion_scope(mannequin, mask=alpha)
+    (args.out / "motion_scope.json").write_text(
+        json.dumps(
+            {"scope": scope.scope, "level": scope.level, "per_frame": [float(v) for v in scope.per_frame]}, indent=1
+        ),
+        encoding="utf-8",
     )
-    for path in [pose_dir, args.out / "pose_keypoints.json", *written]:
+
+    rgb, sprite_alpha, _offsets = api.stabilise(mannequin, alpha)
+    written = api.save_sprite_sheet(rgb, sprite_alpha, args.out, "mannequin_sheet", formats=("texturepacker_hash",))
+    written += api.export_animation(rgb, sprite_alpha, args.out, "mannequin", "gif", fps=fps)
+    elapsed = time.perf_counter() - start
+
+    print(
+        f"{len(result.pose_maps)} frames ({args.camera}, {args.size}px, mapping {result.pose.mapping}) in {elapsed:.2f} s"
+    )
+    print(f"motion scope {scope.scope:.2f} px/frame at 480x720 → level {scope.level} of 5")
+    for path in [pose_dir, args.out / "pose_keypoints.json", args.out / "motion_scope.json", *written]:
         print(f"  {path}")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

@@ -54,6 +54,13 @@ def test_atomic_write_keeps_old_file_when_writer_fails(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["save.json"]
 
 
+def test_atomic_write_gives_normal_permissions(tmp_path):
+    reference = tmp_path / "plain.txt"
+    reference.write_text("x")
+    target = write_text_atomic(tmp_path / "atomic.txt", "x")
+    assert target.stat().st_mode & 0o777 == reference.stat().st_mode & 0o777
+
+
 def test_atomic_write_refuses_to_overwrite(tmp_path):
     target = tmp_path / "lora.safetensors"
     write_text_atomic(target, "first", overwrite=False)
