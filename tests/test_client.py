@@ -140,3 +140,19 @@ def _write_csv(path, header, rows):
         writer.writerow(header)
         writer.writerows(rows)
     return path
+
+
+@pytest.mark.parametrize(
+    "workflow,overrides",
+    [
+        ("pose_from_rig", {"GameAnim Pose Camera.preset": "back"}),
+        ("vc2_sprite_t2v", {"Sprite Prompt.action": "jumping", "Sprite Prompt.character": "a knight"}),
+        ("animegamer_turn", {"Load Game.name": "demo", "Save Game.name": "demo", "Instruction.motion": "running"}),
+    ],
+)
+def test_readme_override_examples_fit_the_shipped_workflows(workflow, overrides, all_definitions):
+    prompt = json.loads((ROOT / "workflows" / "api" / f"{workflow}.json").read_text(encoding="utf-8"))
+    result = client.apply_overrides(prompt, overrides, json.loads(json.dumps(all_definitions)))
+    changed = {f"{n.get('_meta', {}).get('title')}.{k}": v for n in result.values() for k, v in n["inputs"].items()}
+    for key, value in overrides.items():
+        assert changed[key] == value
