@@ -136,19 +136,22 @@ def _read_safetensors(path: Path, select: KeyFilter | None) -> dict[str, Any]:
         raise ModelFileError(f"{_describe(path)} is not a readable .safetensors file ({exc}).") from exc
 
 
-def safetensors_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The ``__metadata__`` of a safetensors header (empty dict when there is none)."""
-    file = Path(path)
+def _safetensors_header(file: Path) -> dict[str, Any]:
+    """The JSON header of a safetensors file (tensor names, dtypes, shapes, ``__metadata__``), no tensor data."""
     if not _is_safetensors(file):
         raise ModelFileError(f"{_describe(file)} is not a .safetensors file.")
     with open(file, "rb") as handle:
         (header_len,) = struct.unpack("<Q", handle.read(8))
         raw = handle.read(header_len)
     try:
-        header = json.loads(raw)
+        return json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ModelFileError(f"{_describe(file)} has a corrupt safetensors header.") from exc
-    return dict(header.get("__metadata__", {}))
+
+
+def safetensors_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The ``__metadata__`` of a safetensors header (empty dict when there is none)."""
+    return dict(_safetensors_header(Path(path)).get("__metadata__", {}))
 
 
 def save_safetensors_atomic(
@@ -183,16 +186,7 @@ def read_torch_object(path: str | os.PathLike[str]) -> Any:
 
 def safetensors_shapes(path: str | os.PathLike[str]) -> dict[str, tuple[int, ...]]:
     """Every tensor name and shape of a safetensors file, read from its header only (no tensor data)."""
-    file = Path(path)
-    if not _is_safetensors(file):
-        raise ModelFileError(f"{_describe(file)} is not a .safetensors file.")
-    with open(file, "rb") as handle:
-        (header_len,) = struct.unpack("<Q", handle.read(8))
-        raw = handle.read(header_len)
-    try:
-        header = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ModelFileError(f"{_describe(file)} has a corrupt safetensors header.") from exc
+    header = _safetensors_header(Path(path))
     return {k: tuple(v["shape"]) for k, v in header.items() if k != "__metadata__"}
 
 

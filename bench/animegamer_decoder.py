@@ -13,26 +13,12 @@ CFG network call (batch 2) plus the DPM++(2M) update.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import resource
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _pack():
-    spec = importlib.util.spec_from_file_location(
-        "gameanim", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gameanim"] = module
-    spec.loader.exec_module(module)
-    return module
+from _common import import_pack
 
 
 def _interleaved(fns: list, repeats: int) -> list[float]:
@@ -103,7 +89,7 @@ def main() -> None:
     parser.add_argument("--full-size", action="store_true", help="latents 60x90 (the released 480x720 shot)")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    _pack()
+    import_pack()
     torch.set_num_threads(max(1, torch.get_num_threads()))
     hw = (60, 90) if args.full_size else (16, 16)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU, fp32")

@@ -14,14 +14,12 @@ models of the real architecture: a tiny one (hidden 16, 2 layers) and the real w
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
-import time
 from pathlib import Path
 
 import torch
+from _common import ROOT, best_of, import_pack
 
-ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 TINY = {
@@ -39,25 +37,6 @@ REAL_WIDTH = {
     "num_key_value_heads": 8,
 }
 LINE = "Character: Qiqi; Motion: quickly flying on broomstick; Background: day sky."
-
-
-def _pack():
-    spec = importlib.util.spec_from_file_location(
-        "gameanim", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gameanim"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def best_of(fn, repeats: int = 2) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def build(shape: dict, width: int, tokenizer_dir: Path):
@@ -132,7 +111,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=200, help="new tokens at the tiny size")
     parser.add_argument("--real-tokens", type=int, default=20, help="new tokens at the real width (slow on CPU)")
     args = parser.parse_args()
-    _pack()
+    import_pack()
     from animegamer_mllm_support import tokenizer_candidates
 
     tokenizer_dir = next((p for p in tokenizer_candidates() if (p / "tokenizer.model").is_file()), None)

@@ -11,23 +11,10 @@ only: random weights say nothing about accuracy); expect seconds per pair on a C
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _import_pack():
-    spec = importlib.util.spec_from_file_location(
-        "gameanim", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gameanim"] = module
-    spec.loader.exec_module(module)
-    return module
+from _common import import_pack
 
 
 def best_rate(work, units: int, repeat: int) -> tuple[float, float]:
@@ -53,7 +40,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="timings per method; the best is shown (load noise)")
     parser.add_argument("--raft", action="store_true", help="also time RAFT small/large (random weights, slow)")
     args = parser.parse_args()
-    _import_pack()
+    import_pack()
     import cv2
     import torch
     from gameanim.nodes.motion.flow import FlowSettings, _build_raft, estimate_flow

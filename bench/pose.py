@@ -10,23 +10,12 @@ drawing loop (fixed limb order, no depth sort, no visibility) for the pose maps.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def import_pack():
-    spec = importlib.util.spec_from_file_location(
-        "gameanim", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gameanim"] = module
-    spec.loader.exec_module(module)
+from _common import ROOT, import_pack
 
 
 def timed(fn, repeats: int = 3):

@@ -9,38 +9,16 @@ against a baseline that only copies the 64 frames into a grid with numpy.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
+from _common import ROOT, best_of, import_pack
 
-ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 
-def _pack():
-    spec = importlib.util.spec_from_file_location(
-        "gameanim", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gameanim"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def best_of(fn, repeats: int = 3) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def main() -> None:
-    _pack()
+    import_pack()
     import sprite_synth as synth
     from gameanim.nodes.sprite import anchor, matte, sheet
 

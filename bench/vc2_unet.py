@@ -9,25 +9,11 @@ parity config it prints: one UNet forward of our ``VC2UNet``, the same forward o
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import resource
-import sys
 import time
-from pathlib import Path
 
 import torch
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _import_pack():
-    spec = importlib.util.spec_from_file_location(
-        "gameanim", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gameanim"] = module
-    spec.loader.exec_module(module)
-    return module
+from _common import import_pack
 
 
 def _peak_rss_gb() -> float:
@@ -86,7 +72,7 @@ def main() -> None:
     parser.add_argument("--skip-real", action="store_true", help="only the tiny config (the real one needs ~6 GB RAM)")
     parser.add_argument("--repeats", type=int, default=5, help="rounds for the tiny config (the real one uses 2)")
     args = parser.parse_args()
-    _import_pack()
+    import_pack()
     from gameanim.nodes.vc2.unet import UNetLayout
 
     tiny = UNetLayout(4, 4, (32, 64), (True, False), 1, 32, 8)

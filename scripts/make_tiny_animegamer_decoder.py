@@ -12,11 +12,10 @@ there.  The API workflow ``workflows/api/animegamer_decode.json`` runs on exactl
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 from pathlib import Path
 
 import torch
+from _pack import import_pack
 
 ROOT = Path(__file__).resolve().parents[1]
 DECODER_NAME = "gameanim_tiny_decoder.safetensors"
@@ -37,20 +36,8 @@ TINY_CONFIG = {
 }
 
 
-def _pack():
-    if "gameanim" in sys.modules:
-        return sys.modules["gameanim"]
-    spec = importlib.util.spec_from_file_location(
-        "gameanim", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gameanim"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def make_decoder(path: Path, seed: int = 0) -> Path:
-    _pack()
+    import_pack()
     from gameanim.nodes.animegamer.decoder_convert import FORMAT, FORMAT_VERSION
     from gameanim.nodes.animegamer.decoder_model import DecoderConfig, build_decoder
     from gameanim.weights import save_safetensors_atomic

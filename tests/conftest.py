@@ -1,8 +1,11 @@
-"""Import the pack by path as ``gameanim``, the way ComfyUI and outside checks do (never by install)."""
+"""Import the pack by path as ``gameanim``, the way ComfyUI and outside checks do (never by install).
+
+The ``scripts/`` folder is put on ``sys.path`` so tests import the scripts (and their shared
+``_pack`` helper) as plain modules.
+"""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -11,19 +14,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _import_pack():
-    if "gameanim" in sys.modules:
-        return sys.modules["gameanim"]
-    spec = importlib.util.spec_from_file_location(
-        "gameanim", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gameanim"] = module
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, str(ROOT / "scripts"))
+from _pack import import_pack  # noqa: E402 - needs the scripts folder on sys.path
 
-
-gameanim = _import_pack()
+gameanim = import_pack()
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -18,19 +17,11 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "animegamer_decoder"
 
 
-def _tiny_script():
-    spec = importlib.util.spec_from_file_location(
-        "make_tiny_animegamer_decoder", ROOT / "scripts" / "make_tiny_animegamer_decoder.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def comfy_dirs(tmp_path_factory):
     base = tmp_path_factory.mktemp("agdec")
-    tiny = _tiny_script()
+    import make_tiny_animegamer_decoder as tiny
+
     folder = base / "models" / "animegamer"
     folder.mkdir(parents=True)
     tiny.make_decoder(folder / tiny.DECODER_NAME)

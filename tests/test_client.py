@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
+import gameanim_client as client
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("gameanim_client", ROOT / "scripts" / "gameanim_client.py")
-client = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(client)
 
 PROMPT = {
     "1": {

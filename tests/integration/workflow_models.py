@@ -8,25 +8,16 @@ Workflows not listed need nothing.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 
 from .animegamer_mllm_models import tokenizer_source, write_tiny_animegamer_mllm
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def _animegamer_decode(models_dir: Path, input_dir: Path) -> None:
     """Tiny converted decoder + tiny CogVideoX VAE folder in models/animegamer, a representation in input/."""
-    tiny = _script("make_tiny_animegamer_decoder")
+    import make_tiny_animegamer_decoder as tiny
+
     folder = models_dir / "animegamer"
     folder.mkdir(parents=True, exist_ok=True)
     tiny.make_decoder(folder / tiny.DECODER_NAME)
