@@ -50,3 +50,17 @@ def core_definitions():
 @pytest.fixture(scope="session")
 def all_definitions(definitions, core_definitions):
     return {**core_definitions, **definitions}
+
+
+def pack_python_files() -> list[Path]:
+    """The pack's own Python files: hidden folders (venvs, .git) and node_modules are not ours."""
+    return sorted(
+        path
+        for path in ROOT.rglob("*.py")
+        if not any(part.startswith(".") or part == "node_modules" for part in path.relative_to(ROOT).parts[:-1])
+    )
+
+
+@pytest.fixture(scope="session")
+def python_files() -> list[Path]:
+    return pack_python_files()
