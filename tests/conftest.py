@@ -35,3 +35,24 @@ def pack():
 @pytest.fixture(scope="session")
 def pack_root() -> Path:
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def definitions(pack):
+    """``/object_info``-style definitions of our nodes, built offline from the classes."""
+    from gameanim.workflow_format import node_definitions
+
+    return node_definitions(pack.NODE_CLASS_MAPPINGS, pack.NODE_DISPLAY_NAME_MAPPINGS)
+
+
+@pytest.fixture(scope="session")
+def core_definitions():
+    """A committed snapshot of the ComfyUI core nodes our workflows use (checked live by the integration tests)."""
+    import json
+
+    return json.loads((ROOT / "tests" / "data" / "core_object_info.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def all_definitions(definitions, core_definitions):
+    return {**core_definitions, **definitions}

@@ -1,0 +1,84 @@
+"""The real ComfyUI page in headless Chromium: a shipped workflow loads, runs, and our preview plays.
+
+Needs, besides COMFYUI_DIR/COMFYUI_PYTHON: Chromium (Debian ``chromium``, or ``GAMEANIM_CHROMIUM``)
+and the ``playwright`` Python package (its bundled driver only; no browser download). A screenshot
+is saved to ``tests/artifacts/`` for people to look at.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROMIUM = os.environ.get("GAMEANIM_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+PREVIEW_WORKFLOW = "sprite_postprocess"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# Chromium and the frontend try to reach the internet (fonts, update checks); this machine has none.
+BENIGN_CONSOLE = ("net::ERR_", "Failed to load resource", "favicon")
+
+
+@pytest.fixture(scope="module")
+def page(server):
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="browser test skipped: pip install playwright")
+    if not CHROMIUM:
+        pytest.skip("browser test skipped: no Chromium (apt-get install chromium, or set GAMEANIM_CHROMIUM)")
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1600, "height": 1000})
+        tab = context.new_page()
+        tab.console_errors = []
+        tab.on("console", lambda msg: msg.type == "error" and tab.console_errors.append(msg.text))
+        tab.on("pageerror", lambda err: tab.console_errors.append(str(err)))
+        tab.goto(server.url, wait_until="load")
+        tab.wait_for_function("window.app && window.app.graph && window.app.extensionManager", timeout=120_000)
+        try:
+            yield tab
+        finally:
+            context.close()
+            browser.close()
+
+
+def test_our_extensions_load_in_the_page(page):
+    names = page.evaluate("window.app.extensions.map(e => e.name)")
+    assert {"GameAnim.Core", "GameAnim.AnimationPreview"} <= set(names)
+
+
+def test_template_workflow_runs_and_preview_plays(page, server):
+    listed = server.get("/workflow_templates").json()["gameanim"]
+    assert PREVIEW_WORKFLOW in listed
+    workflow = page.evaluate(f"fetch('/api/workflow_templates/gameanim/{PREVIEW_WORKFLOW}.json').then(r => r.json())")
+    page.evaluate("wf => window.app.loadGraphData(wf)", workflow)
+    loaded = page.evaluate("window.app.graph._nodes.map(n => n.type)")
+    assert sorted(loaded) == sorted(n["type"] for n in workflow["nodes"])
+    page.evaluate("window.app.queuePrompt(0, 1)")
+    page.wait_for_function(
+        "Number(document.querySelector('.gameanim-preview')?.dataset.frames || 0) > 1", timeout=300_000
+    )
+    frames = int(page.evaluate("document.querySelector('.gameanim-preview').dataset.frames"))
+    first = page.evaluate("document.querySelector('.gameanim-preview').dataset.index")
+    page.wait_for_function(f"document.querySelector('.gameanim-preview').dataset.index !== '{first}'", timeout=10_000)
+    pixels = page.evaluate(
+        "(() => { const c = document.querySelector('.gameanim-preview canvas');"
+        " const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
+        " let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; })()"
+    )
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"browser_{PREVIEW_WORKFLOW}.png"))
+    (ARTIFACTS / "browser_console.json").write_text(json.dumps(page.console_errors, indent=1))
+    assert frames > 1 and pixels > 0
+    errors = [e for e in page.console_errors if not any(b in e for b in BENIGN_CONSOLE)]
+    assert not errors, errors

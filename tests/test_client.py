@@ -1,0 +1,142 @@
+"""The headless queue client: workflow loading, overrides, batch resume (offline parts)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("gameanim_client", ROOT / "scripts" / "gameanim_client.py")
+client = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(client)
+
+PROMPT = {
+    "1": {
+        "inputs": {"steps": 4, "scale": 1.5, "text": "a", "flag": False, "mode": "x"},
+        "class_type": "T",
+        "_meta": {"title": "Sprite Prompt"},
+    },
+    "2": {"inputs": {"image": ["1", 0]}, "class_type": "Out", "_meta": {"title": "Save"}},
+}
+INFO = {
+    "T": {
+        "display_name": "Thing",
+        "input": {
+            "required": {"steps": ["INT", {}], "scale": ["FLOAT", {}], "text": ["STRING", {}], "flag": ["BOOLEAN", {}]},
+            "optional": {"mode": [["x", "y"], {}]},
+        },
+    },
+    "Out": {"display_name": "Out", "input": {"required": {"image": ["IMAGE"]}}},
+}
+
+
+def test_overrides_by_title_and_id_are_typed():
+    overrides = client.parse_set_args(
+        ["Sprite Prompt.steps=8", "1.scale=2", "Sprite Prompt.text=a knight, side view", "1.flag=true", "Thing.mode=y"]
+    )
+    result = client.apply_overrides(PROMPT, overrides, INFO)
+    assert result["1"]["inputs"] == {"steps": 8, "scale": 2.0, "text": "a knight, side view", "flag": True, "mode": "y"}
+    assert PROMPT["1"]["inputs"]["steps"] == 4, "the original prompt is not modified"
+
+
+@pytest.mark.parametrize(
+    "item,message",
+    [
+        ("Nope.steps=1", "no node with that id or title"),
+        ("Sprite Prompt.stepz=1", "has no input 'stepz'"),
+        ("Sprite Prompt.steps=many", "not a valid INT"),
+        ("Sprite Prompt.flag=maybe", "not a valid BOOLEAN"),
+        ("steps=1", "must look like"),
+    ],
+)
+def test_bad_overrides_say_what_is_wrong(item, message):
+    with pytest.raises(client.ClientError, match=message):
+        client.apply_overrides(PROMPT, client.parse_set_args([item]), INFO)
+
+
+def test_set_without_equals_is_rejected():
+    with pytest.raises(client.ClientError, match="needs '='"):
+        client.parse_set_args(["Sprite Prompt.steps"])
+
+
+def test_shipped_ui_workflows_convert_to_their_api_twins(all_definitions):
+    definitions = json.loads(json.dumps(all_definitions))
+    for ui_path in sorted((ROOT / "workflows").glob("*.json")):
+        api = json.loads((ROOT / "workflows" / "api" / ui_path.name).read_text(encoding="utf-8"))
+        assert client.load_prompt(ui_path, lambda: definitions) == api, ui_path.name
+        assert (
+            client.load_prompt(
+                ROOT / "workflows" / "api" / ui_path.name, lambda: pytest.fail("API files need no /object_info")
+            )
+            == api
+        )
+
+
+def test_batch_resumes_after_interruption(tmp_path):
+    rows = client.read_rows(
+        _write_csv(
+            tmp_path / "jobs.csv",
+            ["Sprite Prompt.text", "Sprite Prompt.steps"],
+            [["knight", "4"], ["mage", ""], ["rogue", "6"]],
+        )
+    )
+    assert rows == [
+        {"Sprite Prompt.text": "knight", "Sprite Prompt.steps": "4"},
+        {"Sprite Prompt.text": "mage"},
+        {"Sprite Prompt.text": "rogue", "Sprite Prompt.steps": "6"},
+    ]
+    state_path = tmp_path / "state.json"
+    calls = []
+
+    def crash_on_third(index, row):
+        calls.append(index)
+        if index == 2:
+            raise KeyboardInterrupt
+        return [f"row{index}.png"]
+
+    with pytest.raises(KeyboardInterrupt):
+        client.run_batch(rows, state_path, crash_on_third, log=lambda m: None)
+    assert json.loads(state_path.read_text())["done"] == {"0": ["row0.png"], "1": ["row1.png"]}
+
+    def fail_then_ok(index, row):
+        calls.append(index)
+        raise client.ClientError("server said no")
+
+    state = client.run_batch(rows, state_path, fail_then_ok, log=lambda m: None)
+    assert calls == [0, 1, 2, 2] and state["failed"] == {"2": "server said no"}
+    state = client.run_batch(rows, state_path, lambda i, r: ["ok"], log=lambda m: None)
+    assert set(state["done"]) == {"0", "1", "2"} and state["failed"] == {}
+
+
+def test_rejection_text_names_node_and_problem():
+    body = {
+        "error": {
+            "type": "prompt_outputs_failed_validation",
+            "message": "Prompt outputs failed validation",
+            "details": "",
+        },
+        "node_errors": {
+            "3": {
+                "class_type": "GameAnimX",
+                "errors": [{"message": "Value smaller than min", "details": "steps: -1 < 1"}],
+            }
+        },
+    }
+    text = client.format_rejection(body)
+    assert (
+        "Prompt outputs failed validation" in text
+        and "node 3 (GameAnimX): Value smaller than min — steps: -1 < 1" in text
+    )
+
+
+def _write_csv(path, header, rows):
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path

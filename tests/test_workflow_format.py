@@ -1,0 +1,151 @@
+"""UI ↔ API conversion follows the frontend's rules (widgets, seeds, links, reroutes, primitives, bypass, mute)."""
+
+from __future__ import annotations
+
+import pytest
+from gameanim.workflow_format import (
+    WorkflowError,
+    absolute_paths,
+    api_to_ui,
+    ui_to_api,
+    validate_api,
+    widget_slots,
+)
+
+DEFS = {
+    "Src": {
+        "input": {"required": {"seed": ["INT", {"default": 0, "min": 0}], "mode": [["a", "b"], {"default": "a"}]}},
+        "input_order": {"required": ["seed", "mode"]},
+        "output": ["IMAGE", "INT"],
+        "output_name": ["image", "count"],
+        "display_name": "Source",
+        "output_node": False,
+    },
+    "Mid": {
+        "input": {
+            "required": {"image": ["IMAGE"], "scale": ["FLOAT", {"default": 1.0, "min": 0.0, "max": 4.0}]},
+            "optional": {"label": ["STRING", {"default": ""}], "steps": ["INT", {"default": 2, "forceInput": True}]},
+        },
+        "input_order": {"required": ["image", "scale"], "optional": ["label", "steps"]},
+        "output": ["IMAGE"],
+        "output_name": ["image"],
+        "display_name": "Middle",
+        "output_node": False,
+    },
+    "Sink": {
+        "input": {"required": {"image": ["IMAGE"], "prefix": ["STRING", {"default": "x"}]}},
+        "input_order": {"required": ["image", "prefix"]},
+        "output": [],
+        "output_name": [],
+        "display_name": "Sink",
+        "output_node": True,
+    },
+}
+
+PROMPT = {
+    "1": {"inputs": {"seed": 5, "mode": "b"}, "class_type": "Src", "_meta": {"title": "Source"}},
+    "2": {
+        "inputs": {"image": ["1", 0], "scale": 2.0, "label": "hi", "steps": ["1", 1]},
+        "class_type": "Mid",
+        "_meta": {"title": "My mid"},
+    },
+    "3": {"inputs": {"image": ["2", 0], "prefix": "out"}, "class_type": "Sink", "_meta": {"title": "Sink"}},
+}
+
+
+def test_widget_slots_add_control_value_after_seed():
+    assert widget_slots(DEFS["Src"]) == ["seed", None, "mode"]
+    assert widget_slots(DEFS["Mid"]) == ["scale", "label"]
+
+
+def test_api_to_ui_round_trips():
+    ui = api_to_ui(PROMPT, DEFS)
+    src = next(n for n in ui["nodes"] if n["id"] == 1)
+    assert src["widgets_values"] == [5, "fixed", "b"]
+    assert next(n for n in ui["nodes"] if n["id"] == 2)["title"] == "My mid"
+    assert ui_to_api(ui, DEFS) == PROMPT
+    assert validate_api(PROMPT, DEFS) == []
+
+
+def _ui_with(extra_nodes, rewire):
+    ui = api_to_ui(PROMPT, DEFS)
+    ui["nodes"].extend(extra_nodes)
+    rewire(ui)
+    return ui
+
+
+def test_reroute_and_primitive_are_resolved():
+    ui = api_to_ui(PROMPT, DEFS)
+    mid = next(n for n in ui["nodes"] if n["id"] == 2)
+    link_into_mid = next(s for s in mid["inputs"] if s["name"] == "image")["link"]
+    ui["nodes"].append(
+        {
+            "id": 9,
+            "type": "Reroute",
+            "mode": 0,
+            "inputs": [{"name": "", "type": "*", "link": 100}],
+            "outputs": [{"links": [link_into_mid]}],
+        }
+    )
+    for link in ui["links"]:
+        if link[0] == link_into_mid:
+            link[1], link[2] = 9, 0
+    ui["links"].append([100, 1, 0, 9, 0, "IMAGE"])
+    ui["nodes"].append(
+        {"id": 10, "type": "PrimitiveNode", "mode": 0, "widgets_values": [3.5], "outputs": [{"links": [101]}]}
+    )
+    mid["inputs"].append({"name": "scale", "type": "FLOAT", "link": 101, "widget": {"name": "scale"}})
+    ui["links"].append([101, 10, 0, 2, 2, "FLOAT"])
+    api = ui_to_api(ui, DEFS)
+    assert api["2"]["inputs"]["image"] == ["1", 0]
+    assert api["2"]["inputs"]["scale"] == 3.5
+    assert "9" not in api and "10" not in api
+
+
+def test_bypassed_node_passes_its_input_through_and_muted_node_is_dropped():
+    ui = api_to_ui(PROMPT, DEFS)
+    next(n for n in ui["nodes"] if n["id"] == 2)["mode"] = 4
+    api = ui_to_api(ui, DEFS)
+    assert "2" not in api and api["3"]["inputs"]["image"] == ["1", 0]
+    next(n for n in ui["nodes"] if n["id"] == 2)["mode"] = 2
+    api = ui_to_api(ui, DEFS)
+    assert "2" not in api and "image" not in api["3"]["inputs"]
+    assert any("required input 'image'" in p for p in validate_api(api, DEFS))
+
+
+def test_validation_reports_what_comfyui_would():
+    bad = {
+        "1": {"inputs": {"seed": -1, "mode": "z"}, "class_type": "Src"},
+        "2": {"inputs": {"image": ["1", 1], "scale": "big", "oops": 1}, "class_type": "Mid"},
+        "3": {"inputs": {"image": ["7", 0], "prefix": "x"}, "class_type": "Sink"},
+        "4": {"inputs": {}, "class_type": "Nope"},
+    }
+    problems = "\n".join(validate_api(bad, DEFS))
+    for expected in (
+        "below the minimum",
+        "not one of",
+        "INT does not connect to IMAGE",
+        "not a number",
+        "unknown input 'oops'",
+        "missing node 7",
+        "unknown node type 'Nope'",
+    ):
+        assert expected in problems
+    assert validate_api({"1": PROMPT["1"]}, DEFS) == [
+        "the workflow has no output node, so ComfyUI would refuse it (prompt_no_outputs)"
+    ]
+
+
+def test_unknown_node_type_in_ui_is_an_error():
+    ui = api_to_ui(PROMPT, DEFS)
+    ui["nodes"][0]["type"] = "Missing"
+    with pytest.raises(WorkflowError, match="Missing"):
+        ui_to_api(ui, DEFS)
+
+
+def test_absolute_paths_are_found():
+    assert absolute_paths({"a": ["/home/x.png", "rel/x.png", {"b": "C:\\x"}], "c": "~/m"}) == [
+        "/home/x.png",
+        "C:\\x",
+        "~/m",
+    ]

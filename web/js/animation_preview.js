@@ -1,0 +1,184 @@
+// GameAnim animation preview: plays the frames a GameAnim node lists under ui.gameanim_preview
+// (written by preview.py to ComfyUI's temp folder) in a widget on the node. Play/pause, scrub,
+// onion skin (previous frame at 35 %), checkerboard behind alpha, and zoom that is pixel-exact
+// (nearest neighbour) for pixel art.
+import { app } from "../../../scripts/app.js";
+import { api } from "../../../scripts/api.js";
+
+const PREVIEW_KEY = "gameanim_preview";
+const ZOOMS = ["fit", "1", "2", "4", "8"];
+
+function viewUrl(entry) {
+  const params = new URLSearchParams({
+    filename: entry.filename,
+    subfolder: entry.subfolder ?? "",
+    type: entry.type ?? "temp",
+  });
+  return api.apiURL(`/view?${params.toString()}`);
+}
+
+function loadImages(entries) {
+  return Promise.all(
+    entries.map(
+      (entry) =>
+        new Promise((resolve) => {
+          const img = new Image();
+          img.onload = () => resolve(img);
+          img.onerror = () => resolve(null);
+          img.src = viewUrl(entry);
+        }),
+    ),
+  );
+}
+
+function drawCheckerboard(ctx, width, height, cell = 8) {
+  ctx.fillStyle = "#bbb";
+  ctx.fillRect(0, 0, width, height);
+  ctx.fillStyle = "#888";
+  for (let y = 0; y < height; y += cell) {
+    for (let x = (y / cell) % 2 === 0 ? 0 : cell; x < width; x += 2 * cell) {
+      ctx.fillRect(x, y, cell, cell);
+    }
+  }
+}
+
+export class AnimationPlayer {
+  constructor(root) {
+    this.root = root;
+    this.frames = [];
+    this.index = 0;
+    this.fps = 12;
+    this.playing = true;
+    this.onion = false;
+    this.zoom = "fit";
+    this.alpha = false;
+    this.timer = null;
+    this.build();
+  }
+
+  build() {
+    this.root.classList.add("gameanim-preview");
+    Object.assign(this.root.style, { display: "flex", flexDirection: "column", gap: "4px", width: "100%" });
+    this.canvas = document.createElement("canvas");
+    Object.assign(this.canvas.style, { width: "100%", imageRendering: "pixelated", background: "#222" });
+    const bar = document.createElement("div");
+    Object.assign(bar.style, { display: "flex", gap: "6px", alignItems: "center", fontSize: "11px" });
+    this.playButton = document.createElement("button");
+    this.playButton.textContent = "❚❚";
+    this.playButton.title = "Play / pause";
+    this.playButton.onclick = () => this.setPlaying(!this.playing);
+    this.scrub = document.createElement("input");
+    this.scrub.type = "range";
+    this.scrub.min = "0";
+    this.scrub.value = "0";
+    this.scrub.style.flex = "1";
+    this.scrub.title = "Scrub frames";
+    this.scrub.oninput = () => {
+      this.setPlaying(false);
+      this.show(Number(this.scrub.value));
+    };
+    const onion = document.createElement("label");
+    this.onionBox = document.createElement("input");
+    this.onionBox.type = "checkbox";
+    this.onionBox.onchange = () => {
+      this.onion = this.onionBox.checked;
+      this.show(this.index);
+    };
+    onion.append(this.onionBox, " onion");
+    this.zoomSelect = document.createElement("select");
+    this.zoomSelect.title = "Zoom (whole-number zoom is pixel-exact)";
+    for (const z of ZOOMS) {
+      const option = document.createElement("option");
+      option.value = z;
+      option.textContent = z === "fit" ? "fit" : `${z}×`;
+      this.zoomSelect.append(option);
+    }
+    this.zoomSelect.onchange = () => {
+      this.zoom = this.zoomSelect.value;
+      this.show(this.index);
+    };
+    this.label = document.createElement("span");
+    bar.append(this.playButton, this.scrub, onion, this.zoomSelect, this.label);
+    this.root.append(this.canvas, bar);
+  }
+
+  async load(preview) {
+    this.fps = Math.max(0.1, Number(preview.fps) || 12);
+    this.alpha = Boolean(preview.alpha);
+    if (preview.pixel_art && this.zoom === "fit") {
+      this.zoom = "4";
+      this.zoomSelect.value = "4";
+    }
+    this.frames = (await loadImages(preview.frames ?? [])).filter(Boolean);
+    this.scrub.max = String(Math.max(0, this.frames.length - 1));
+    this.root.dataset.frames = String(this.frames.length);
+    this.show(0);
+    this.setPlaying(this.frames.length > 1);
+  }
+
+  setPlaying(playing) {
+    this.playing = playing;
+    this.playButton.textContent = playing ? "❚❚" : "▶";
+    clearInterval(this.timer);
+    this.timer = null;
+    if (playing && this.frames.length > 1) {
+      this.timer = setInterval(() => this.show((this.index + 1) % this.frames.length), 1000 / this.fps);
+    }
+  }
+
+  show(index) {
+    if (!this.frames.length) return;
+    this.index = Math.min(Math.max(0, index), this.frames.length - 1);
+    const frame = this.frames[this.index];
+    const scale = this.zoom === "fit" ? 1 : Number(this.zoom);
+    const width = frame.naturalWidth * scale;
+    const height = frame.naturalHeight * scale;
+    if (this.canvas.width !== width || this.canvas.height !== height) {
+      this.canvas.width = width;
+      this.canvas.height = height;
+    }
+    this.canvas.style.width = this.zoom === "fit" ? "100%" : `${width}px`;
+    const ctx = this.canvas.getContext("2d");
+    ctx.imageSmoothingEnabled = this.zoom === "fit";
+    if (this.alpha) drawCheckerboard(ctx, width, height, 8 * scale);
+    else ctx.clearRect(0, 0, width, height);
+    if (this.onion && this.frames.length > 1) {
+      const previous = this.frames[(this.index - 1 + this.frames.length) % this.frames.length];
+      ctx.globalAlpha = 0.35;
+      ctx.drawImage(previous, 0, 0, width, height);
+      ctx.globalAlpha = 1;
+    }
+    ctx.drawImage(frame, 0, 0, width, height);
+    this.scrub.value = String(this.index);
+    this.label.textContent = `${this.index + 1}/${this.frames.length} @ ${this.fps} fps`;
+    this.root.dataset.index = String(this.index);
+  }
+
+  dispose() {
+    clearInterval(this.timer);
+  }
+}
+
+app.registerExtension({
+  name: "GameAnim.AnimationPreview",
+  async beforeRegisterNodeDef(nodeType, nodeData) {
+    if (!nodeData?.name?.startsWith("GameAnim")) return;
+    const onExecuted = nodeType.prototype.onExecuted;
+    nodeType.prototype.onExecuted = function (message) {
+      onExecuted?.apply(this, arguments);
+      const preview = message?.[PREVIEW_KEY]?.[0];
+      if (!preview) return;
+      if (!this.gameanimPlayer) {
+        const root = document.createElement("div");
+        this.gameanimPlayer = new AnimationPlayer(root);
+        this.addDOMWidget("gameanim_preview", "gameanim_preview", root, { serialize: false, hideOnZoom: false });
+        const onRemoved = this.onRemoved;
+        this.onRemoved = function () {
+          this.gameanimPlayer?.dispose();
+          onRemoved?.apply(this, arguments);
+        };
+      }
+      this.gameanimPlayer.load(preview).then(() => this.setDirtyCanvas?.(true, true));
+    };
+  },
+});
