@@ -24,3 +24,31 @@ def manifest_state_dict() -> dict[str, torch.Tensor]:
         dims = [] if shape == "scalar" else [int(x) for x in shape.split("x")]
         out[key] = torch.empty(dims, device="meta")
     return out
+
+
+def tiny_full_checkpoint() -> dict[str, torch.Tensor]:
+    """A complete tiny VC2 state dict in the original layout: fixture UNet + tiny OpenCLIP tower + tiny LDM VAE.
+
+    The VAE keys are the real manifest's with every channel width divided by 4 (128/256/512 -> 32/64/128),
+    so the LDM layout is the real one at a size that decodes in milliseconds.
+    """
+    from open_clip.transformer import TextTransformer
+    from safetensors.torch import load_file
+
+    sd = dict(load_file(TINY_WEIGHTS))
+    gen = torch.Generator().manual_seed(5)
+    torch.manual_seed(5)
+    tower = TextTransformer(context_length=77, vocab_size=49408, width=32, heads=1, layers=2, output_dim=32)
+    sd.update({f"cond_stage_model.model.{k}": v for k, v in tower.state_dict().items()})
+    for key, meta in manifest_state_dict().items():
+        if not key.startswith("first_stage_model."):
+            continue
+        shape = [d // 4 if d in (128, 256, 512) else d for d in meta.shape]
+        if len(shape) == 1:
+            sd[key] = torch.ones(shape) if key.endswith("weight") else torch.zeros(shape)
+        else:
+            fan_in = 1
+            for d in shape[1:]:
+                fan_in *= d
+            sd[key] = torch.randn(shape, generator=gen) / fan_in**0.5
+    return sd

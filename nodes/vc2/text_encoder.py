@@ -119,7 +119,7 @@ def build_text_encoder(
             f"The OpenCLIP text weights do not fit: missing {result.missing_keys[:3]}, unexpected {result.unexpected_keys[:3]}."
         )
     encoder.model.attn_mask = encoder.model.build_causal_mask()
-    return encoder.to(dtype=dtype).eval().requires_grad_(False)
+    return encoder.to(dtype=dtype).train(False).requires_grad_(False)
 
 
 def context_from_conditioning(conditioning: Any, width: int | None = None) -> torch.Tensor:

@@ -310,4 +310,4 @@ def build_unet(
     model.to(dtype=dtype)
     if dtype != torch.float32:
         keep_group_norm_fp32(model, dtype)
-    return model.eval().requires_grad_(False)
+    return model.train(False).requires_grad_(False)

@@ -54,7 +54,7 @@ def build_vae(sd: Mapping[str, torch.Tensor], dtype: torch.dtype = torch.float32
         raise ModelFileError(
             f"The VAE weights do not fit: missing {result.missing_keys[:3]}, unexpected {result.unexpected_keys[:3]}."
         )
-    return vae.to(dtype=dtype).eval().requires_grad_(False)
+    return vae.to(dtype=dtype).train(False).requires_grad_(False)
 
 
 def decode_latents(

@@ -11,4 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None] | str] = {}
+_VC2_WEIGHTS = (
+    "needs the 7.4 GB VideoCrafter2 model.ckpt (or a godmodeanimation fine-tune) in models/videocrafter; "
+    "at 320x512x16 and 50 steps it is hours on a CPU. The VC2 nodes run end to end on a tiny checkpoint in "
+    "tests/test_vc2_nodes.py"
+)
+
+WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None] | str] = {
+    "vc2_sprite_t2v": _VC2_WEIGHTS,
+    "vc2_action_set": _VC2_WEIGHTS,
+}

@@ -1,0 +1,518 @@
+"""ComfyUI nodes for VideoCrafter2 sprite sampling (thin adapters over :mod:`.model` and :mod:`.prompts`).
+
+Device moves and progress go through :mod:`...host`: each stage (text encode, sampling, decode) moves
+its module to the compute device after asking ComfyUI to free room, and back to the offload device
+afterwards when the loader's ``offload`` is on, so an 8-12 GB card holds one stage at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from ... import host
+from ...errors import InputError, ModelFileError
+from ..common import category, field
+
+logger = logging.getLogger("gameanim")
+
+MODEL_TYPE = "VC2_MODEL"
+FOLDERS = ("videocrafter", "checkpoints")
+CATEGORY = category("VC2")
+SEED = field(
+    "INT",
+    "Seed of the CPU noise generator: the same seed gives the same clip on any device.",
+    default=123,
+    min=0,
+    max=2**63 - 1,
+    control_after_generate=True,
+)
+
+
+@dataclass
+class LoadedVC2:
+    """What travels on a ``VC2_MODEL`` link: the model and the loader's memory policy."""
+
+    model: Any
+    offload: bool
+    name: str
+
+
+def _checkpoint_names() -> list[str]:
+    names: list[str] = []
+    for key in FOLDERS:
+        for name in host.model_list(key):
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def _resolve(name: str) -> Any:
+    last: ModelFileError | None = None
+    for key in FOLDERS:
+        try:
+            return host.model_path(key, name)
+        except ModelFileError as exc:
+            last = exc
+    raise last if last is not None else ModelFileError(f"{name} not found.")
+
+
+@contextmanager
+def _on_device(loaded: LoadedVC2, module: Any) -> Iterator[Any]:
+    """Run ``module`` on the compute device, then park it on the offload device if asked to."""
+    device = host.torch_device()
+    size = sum(p.numel() * p.element_size() for p in module.parameters())
+    host.free_memory(size, device)
+    module.to(device)
+    try:
+        yield device
+    finally:
+        if loaded.offload:
+            module.to(host.offload_device())
+            host.soft_empty_cache()
+
+
+def _condition(loaded: LoadedVC2, conditioning: Any | None, text: str = "") -> Any:
+    from .text_encoder import context_from_conditioning
+
+    if conditioning is not None:
+        return context_from_conditioning(conditioning, loaded.model.context_dim)
+    from .model import encode_text
+
+    return encode_text(loaded.model, [text])
+
+
+class VC2Loader:
+    DESCRIPTION = (
+        "Load a VideoCrafter2 text-to-video checkpoint or a godmodeanimation fine-tune (run/jump, spin kick, "
+        "sword wield). The format is detected from the weights; image checkpoints get a clear error."
+    )
+    CATEGORY = CATEGORY
+    FUNCTION = "load"
+    RETURN_TYPES = (MODEL_TYPE,)
+    RETURN_NAMES = ("vc2_model",)
+    OUTPUT_TOOLTIPS = ("The VC2 UNet, VAE and OpenCLIP text encoder read from the checkpoint.",)
+
+    @classmethod
+    def INPUT_TYPES(cls) -> dict[str, Any]:
+        return {
+            "required": {
+                "ckpt_name": field(_checkpoint_names(), "A file from models/videocrafter or models/checkpoints."),
+                "dtype": field(
+                    ["fp16", "bf16", "fp32"],
+                    "Weight precision. fp16 halves VRAM (GroupNorm stays fp32); if you get a NaN error use bf16 or fp32.",
+                    default="fp16",
+                ),
+                "offload": field(
+                    "BOOLEAN", "Move each part back to the offload device (RAM) after use to save VRAM.", default=True
+                ),
+            }
+        }
+
+    def load(self, ckpt_name: str, dtype: str, offload: bool) -> tuple[LoadedVC2]:
+        from .model import load_model
+
+        model = load_model(_resolve(ckpt_name), dtype=dtype)
+        target = host.offload_device() if offload else host.torch_device()
+        model.unet.to(target)
+        if model.vae is not None:
+            model.vae.to(target)
+        return (LoadedVC2(model=model, offload=offload, name=ckpt_name),)
+
+
+class VC2TextEncode:
+    DESCRIPTION = (
+        "Encode a prompt with the checkpoint's own OpenCLIP ViT-H-14 (penultimate layer, 77 tokens). Shows the "
+        "token count and warns, naming the cut words, when the prompt is longer than 77 tokens."
+    )
+    CATEGORY = CATEGORY
+    FUNCTION = "encode"
+    RETURN_TYPES = ("CONDITIONING", "INT", "STRING")
+    RETURN_NAMES = ("conditioning", "tokens", "report")
+    OUTPUT_TOOLTIPS = (
+        "Text conditioning [1,77,1024] for the VC2 sampler (same format as ComfyUI's SD2 CLIP).",
+        "Number of tokens including start and end (VC2 reads 77).",
+        "Token count and the words that were cut, if any.",
+    )
+
+    @classmethod
+    def INPUT_TYPES(cls) -> dict[str, Any]:
+        return {
+            "required": {
+                "vc2_model": field(MODEL_TYPE, "The loaded VC2 model (its text encoder is used)."),
+                "text": field(
+                    "STRING",
+                    "The prompt. Empty text gives VC2's unconditional (negative) context.",
+                    multiline=True,
+                    default="",
+                ),
+            }
+        }
+
+    def encode(self, vc2_model: LoadedVC2, text: str) -> dict[str, Any]:
+        from .model import encode_text
+        from .text_encoder import token_report
+
+        report = token_report(text)
+        message = f"{report.tokens}/{report.limit} tokens"
+        if report.truncated:
+            message += f"; cut off (not seen by the model): {report.cut_text!r}"
+            logger.warning(
+                "VC2 prompt is %d tokens; VC2 reads 77, so these words are cut: %s", report.tokens, report.cut_text
+            )
+        context = encode_text(vc2_model.model, [text])
+        return {"ui": {"text": [message]}, "result": ([[context, {}]], report.tokens, message)}
+
+
+def _sample(
+    loaded: LoadedVC2,
+    positive: Any,
+    negative: Any | None,
+    width: int,
+    height: int,
+    frames: int,
+    fps: int,
+    steps: int,
+    cfg: float,
+    eta: float,
+    seed: int,
+    init: dict[str, Any] | None = None,
+    denoise: float = 1.0,
+) -> Any:
+    from .model import latent_shape, sample
+    from .schedule import ddim_timesteps
+
+    model = loaded.model
+    ddim_timesteps(steps)
+    context = _condition(loaded, positive)
+    uncond = _condition(loaded, negative)
+    shape = latent_shape(context.shape[0], frames, height, width, model.latent_channels)
+    init_latent = None
+    if init is not None:
+        init_latent = init["samples"]
+        if init_latent.ndim != 5 or init_latent.shape[1] != model.latent_channels:
+            raise InputError(
+                f"The init latent must be a 5-D VC2 latent [B,4,T,H/8,W/8], got {tuple(init_latent.shape)}."
+            )
+        shape = tuple(init_latent.shape)
+    run_steps = steps - (min(steps - 1, round(steps * (1 - denoise))) if init_latent is not None and denoise < 1 else 0)
+    with _on_device(loaded, model.unet):
+        return sample(
+            model,
+            context,
+            uncond,
+            steps=steps,
+            cfg=cfg,
+            eta=eta,
+            fps=fps,
+            seed=seed,
+            shape=shape,
+            init_latent=init_latent,
+            denoise=denoise if init_latent is not None else 1.0,
+            progress=host.progress(run_steps),
+        )
+
+
+def _decode(loaded: LoadedVC2, latents: Any, chunk: int, tiled: bool) -> Any:
+    from .model import decode
+
+    if loaded.model.vae is None:
+        raise ModelFileError(f"{loaded.name} has no VAE weights: load a full VC2 checkpoint to decode.")
+    total = (latents.shape[0] * latents.shape[2] + chunk - 1) // chunk
+    with _on_device(loaded, loaded.model.vae):
+        return decode(loaded.model, latents, chunk=chunk, tiled=tiled, progress=host.progress(total))
+
+
+SAMPLING_INPUTS: dict[str, Any] = {
+    "width": field(
+        "INT", "Clip width in pixels (multiple of 8; VC2 was trained at 512).", default=512, min=64, max=2048, step=8
+    ),
+    "height": field(
+        "INT", "Clip height in pixels (multiple of 8; VC2 was trained at 320).", default=320, min=64, max=2048, step=8
+    ),
+    "frames": field("INT", "Number of frames (VC2 was trained on 16).", default=16, min=1, max=64),
+    "fps": field(
+        "INT",
+        "The fps value the UNet is conditioned on (godmodeanimation used 16); not the playback rate.",
+        default=16,
+        min=1,
+        max=60,
+    ),
+    "steps": field(
+        "INT",
+        "DDIM steps (original default 50). Counts that do not divide 1000 keep the stride 1000//steps.",
+        default=50,
+        min=1,
+        max=500,
+    ),
+    "cfg": field(
+        "FLOAT", "Classifier-free guidance scale (original default 12).", default=12.0, min=1.0, max=30.0, step=0.5
+    ),
+    "eta": field(
+        "FLOAT",
+        "DDIM eta: 1.0 adds fresh noise each step as the original; 0 is deterministic.",
+        default=1.0,
+        min=0.0,
+        max=1.0,
+        step=0.05,
+    ),
+    "seed": SEED,
+}
+
+
+class VC2Sampler:
+    DESCRIPTION = (
+        "Sample a VC2 video latent with the original DDIM (leading timesteps, eta, classifier-free guidance, fps, "
+        "scale_arr). Noise is seeded on the CPU. Progress and Cancel work on every step."
+    )
+    CATEGORY = CATEGORY
+    FUNCTION = "run"
+    RETURN_TYPES = ("LATENT",)
+    RETURN_NAMES = ("latent",)
+    OUTPUT_TOOLTIPS = ("5-D latent {'samples': [B,4,T,H/8,W/8]} for VC2 Decode.",)
+
+    @classmethod
+    def INPUT_TYPES(cls) -> dict[str, Any]:
+        return {
+            "required": {
+                "vc2_model": field(MODEL_TYPE, "The loaded VC2 model."),
+                "positive": field(
+                    "CONDITIONING", "Prompt conditioning (VC2 Text Encode, or an SD 2.x CLIP Text Encode)."
+                ),
+                **SAMPLING_INPUTS,
+            },
+            "optional": {
+                "negative": field(
+                    "CONDITIONING", "Unconditional/negative conditioning; empty prompt when not connected (as VC2)."
+                ),
+                "init_latent": field(
+                    "LATENT", "Optional starting clip latent (e.g. from VC2 Encode) for video-to-video."
+                ),
+                "denoise": field(
+                    "FLOAT",
+                    "With an init latent: how much to change it (1.0 ignores it).",
+                    default=1.0,
+                    min=0.01,
+                    max=1.0,
+                    step=0.01,
+                ),
+            },
+        }
+
+    def run(
+        self,
+        vc2_model: LoadedVC2,
+        positive: Any,
+        negative: Any = None,
+        init_latent: Any = None,
+        denoise: float = 1.0,
+        **kw: Any,
+    ) -> tuple[dict[str, Any]]:
+        latents = _sample(vc2_model, positive, negative, init=init_latent, denoise=denoise, **kw)
+        return ({"samples": latents},)
+
+
+class VC2Decode:
+    DESCRIPTION = "Decode a VC2 latent to frames with the checkpoint's VAE, a few frames at a time to bound memory."
+    CATEGORY = CATEGORY
+    FUNCTION = "decode"
+    RETURN_TYPES = ("IMAGE",)
+    RETURN_NAMES = ("frames",)
+    OUTPUT_TOOLTIPS = ("Frames [B*T,H,W,3], 0..1.",)
+
+    @classmethod
+    def INPUT_TYPES(cls) -> dict[str, Any]:
+        return {
+            "required": {
+                "vc2_model": field(MODEL_TYPE, "The loaded VC2 model (its VAE is used)."),
+                "latent": field("LATENT", "The 5-D latent from VC2 Sampler."),
+                "chunk": field("INT", "Frames decoded per VAE call: 1 uses least memory.", default=1, min=1, max=64),
+                "tiled": field(
+                    "BOOLEAN",
+                    "Decode each frame in tiles (less VRAM for large frames, slightly slower).",
+                    default=False,
+                ),
+            }
+        }
+
+    def decode(self, vc2_model: LoadedVC2, latent: dict[str, Any], chunk: int, tiled: bool) -> tuple[Any]:
+        samples = latent["samples"]
+        if samples.ndim != 5:
+            raise InputError(f"VC2 Decode needs a 5-D VC2 latent [B,4,T,H,W], got {tuple(samples.shape)}.")
+        return (_decode(vc2_model, samples, chunk, tiled),)
+
+
+class VC2Encode:
+    DESCRIPTION = (
+        "Encode frames to a VC2 latent with the checkpoint's VAE (posterior mean), e.g. as the sampler's init latent."
+    )
+    CATEGORY = CATEGORY
+    FUNCTION = "encode"
+    RETURN_TYPES = ("LATENT",)
+    RETURN_NAMES = ("latent",)
+    OUTPUT_TOOLTIPS = ("5-D latent {'samples': [1,4,T,H/8,W/8]}.",)
+
+    @classmethod
+    def INPUT_TYPES(cls) -> dict[str, Any]:
+        return {
+            "required": {
+                "vc2_model": field(MODEL_TYPE, "The loaded VC2 model (its VAE is used)."),
+                "frames": field("IMAGE", "Frames [T,H,W,3]; height and width must be multiples of 8."),
+            }
+        }
+
+    def encode(self, vc2_model: LoadedVC2, frames: Any) -> tuple[dict[str, Any]]:
+        from .vae import encode_frames
+
+        vae = vc2_model.model.vae
+        if vae is None:
+            raise ModelFileError(f"{vc2_model.name} has no VAE weights: load a full VC2 checkpoint to encode.")
+        with _on_device(vc2_model, vae):
+            return ({"samples": encode_frames(vae, frames, progress=host.progress(frames.shape[0]))},)
+
+
+def _prompt_inputs() -> dict[str, Any]:
+    from .prompts import BACKGROUNDS, STYLES, VIEWS
+
+    return {
+        "character": field(
+            "STRING",
+            "Who is animated, most important details first (trailing comma-separated details are dropped if the prompt would exceed 77 tokens).",
+            multiline=True,
+            default="ancient Chinese swordsman, serene and wise, with flowing white robes and long beard",
+        ),
+        "view": field(list(VIEWS), "Camera view; the fine-tunes were rendered from the side.", default=VIEWS[0]),
+        "background": field(
+            list(BACKGROUNDS), "A plain background keeps the clip easy to cut out as a sprite.", default=BACKGROUNDS[0]
+        ),
+        "style": field(list(STYLES), "Optional style tags appended to the prompt.", default="none"),
+    }
+
+
+class VC2SpritePrompt:
+    DESCRIPTION = (
+        "Compose a godmodeanimation-style sprite prompt ('Game character <action> animation of <character>, side "
+        "view, solid color background') within VC2's 77-token budget."
+    )
+    CATEGORY = CATEGORY
+    FUNCTION = "build"
+    RETURN_TYPES = ("STRING", "INT")
+    RETURN_NAMES = ("prompt", "tokens")
+    OUTPUT_TOOLTIPS = ("The prompt text for VC2 Text Encode.", "Its token count (at most 77).")
+
+    @classmethod
+    def INPUT_TYPES(cls) -> dict[str, Any]:
+        from .prompts import ACTION_KEYS
+
+        return {
+            "required": {
+                "action": field(list(ACTION_KEYS), "The action (godmodeanimation vocabulary).", default="running"),
+                **_prompt_inputs(),
+            }
+        }
+
+    def build(self, action: str, character: str, view: str, background: str, style: str) -> dict[str, Any]:
+        from .prompts import build_sprite_prompt
+
+        result = build_sprite_prompt(action, character, view, background, style)
+        note = f"{result.tokens}/77 tokens" + (f"; dropped: {', '.join(result.dropped)}" if result.dropped else "")
+        return {"ui": {"text": [note]}, "result": (result.text, result.tokens)}
+
+
+class VC2ActionSet:
+    DESCRIPTION = (
+        "Generate several actions for one character in one queue (same character text, view, background and seed "
+        "policy), so a game gets a consistent animation set. Frames of all actions are returned in order."
+    )
+    CATEGORY = CATEGORY
+    FUNCTION = "run"
+    RETURN_TYPES = ("IMAGE", "STRING", "INT")
+    RETURN_NAMES = ("frames", "labels", "frames_per_action")
+    OUTPUT_TOOLTIPS = (
+        "All actions' frames, one action after another.",
+        "JSON list of {action, prompt, seed, first_frame} in output order.",
+        "Frames per action (to split the batch).",
+    )
+
+    @classmethod
+    def INPUT_TYPES(cls) -> dict[str, Any]:
+        return {
+            "required": {
+                "vc2_model": field(MODEL_TYPE, "The loaded VC2 model."),
+                "actions": field(
+                    "STRING",
+                    "Actions separated by commas or lines (vocabulary or free text).",
+                    default="running, jumping, idle breathing",
+                ),
+                **_prompt_inputs(),
+                **SAMPLING_INPUTS,
+                "seed_policy": field(
+                    ["same seed", "seed + index"],
+                    "Same seed for every action (most consistent look) or seed+i.",
+                    default="same seed",
+                ),
+                "decode_chunk": field("INT", "Frames per VAE call when decoding.", default=1, min=1, max=64),
+            }
+        }
+
+    def run(
+        self,
+        vc2_model: LoadedVC2,
+        actions: str,
+        character: str,
+        view: str,
+        background: str,
+        style: str,
+        seed_policy: str,
+        decode_chunk: int,
+        seed: int,
+        **kw: Any,
+    ) -> tuple[Any, str, int]:
+        import torch
+
+        from .model import encode_text
+        from .prompts import build_sprite_prompt, parse_actions
+
+        frames_out: list[Any] = []
+        labels: list[dict[str, Any]] = []
+        uncond = [[encode_text(vc2_model.model, [""]), {}]]
+        for index, action in enumerate(parse_actions(actions)):
+            prompt = build_sprite_prompt(action, character, view, background, style)
+            action_seed = seed if seed_policy == "same seed" else seed + index
+            positive = [[encode_text(vc2_model.model, [prompt.text]), {}]]
+            latents = _sample(vc2_model, positive, uncond, seed=action_seed, **kw)
+            clip = _decode(vc2_model, latents, decode_chunk, False)
+            labels.append(
+                {
+                    "action": action,
+                    "prompt": prompt.text,
+                    "seed": action_seed,
+                    "first_frame": sum(len(f) for f in frames_out),
+                }
+            )
+            frames_out.append(clip)
+        return (torch.cat(frames_out), json.dumps(labels), int(kw["frames"]))
+
+
+NODE_CLASS_MAPPINGS = {
+    "GameAnimVC2Loader": VC2Loader,
+    "GameAnimVC2TextEncode": VC2TextEncode,
+    "GameAnimVC2Sampler": VC2Sampler,
+    "GameAnimVC2Decode": VC2Decode,
+    "GameAnimVC2Encode": VC2Encode,
+    "GameAnimVC2SpritePrompt": VC2SpritePrompt,
+    "GameAnimVC2ActionSet": VC2ActionSet,
+}
+NODE_DISPLAY_NAME_MAPPINGS = {
+    "GameAnimVC2Loader": "VC2 Loader (VideoCrafter2 / godmodeanimation)",
+    "GameAnimVC2TextEncode": "VC2 Text Encode",
+    "GameAnimVC2Sampler": "VC2 Sampler (DDIM)",
+    "GameAnimVC2Decode": "VC2 Decode",
+    "GameAnimVC2Encode": "VC2 Encode",
+    "GameAnimVC2SpritePrompt": "VC2 Sprite Prompt",
+    "GameAnimVC2ActionSet": "VC2 Action Set",
+}
