@@ -12,8 +12,9 @@ from __future__ import annotations
 from .host import register_model_folders
 from .nodes import merge_mappings
 from .nodes.vc2 import comfy_nodes as vc2_nodes
+from .trainers import comfy_nodes as trainer_nodes
 
-FEATURE_NODE_MODULES: tuple = (vc2_nodes,)
+FEATURE_NODE_MODULES: tuple = (vc2_nodes, trainer_nodes)
 
 NODE_CLASS_MAPPINGS, NODE_DISPLAY_NAME_MAPPINGS = merge_mappings(FEATURE_NODE_MODULES)
 WEB_DIRECTORY = "web"

@@ -248,6 +248,8 @@ def load_clips(
         candidates += [(d, repeats) for d in frame_dirs]
         if sub is not base and not frame_dirs and _sorted_files(sub, IMAGE_EXTS):
             candidates.append((sub, repeats))
+    if not candidates and _sorted_files(base, IMAGE_EXTS):
+        candidates.append((base, 1))  # the folder itself is one clip's frames
     for path, repeats in candidates:
         if path.is_dir():
             files = _clip_window(_sorted_files(path, IMAGE_EXTS), frames, frame_stride)

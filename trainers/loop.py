@@ -170,6 +170,8 @@ class TrainingRun:
     step: int = 0
     losses: list[float] = field(default_factory=list)
     seconds: float = 0.0
+    saved_path: Path | None = None
+    offload: bool = False  # hosts: park the base weights on the offload device between nodes
 
     @property
     def params(self) -> list[nn.Parameter]:
@@ -214,7 +216,9 @@ def _dataset_hash(items: list[TrainItem]) -> str:
     return digest.hexdigest()[:16]
 
 
-def encode_dataset(model: Any, dataset: TrainDataset, progress: ProgressFn | None = None) -> tuple[list[EncodedItem], dict[str, torch.Tensor]]:
+def encode_dataset(
+    model: Any, dataset: TrainDataset, progress: ProgressFn | None = None
+) -> tuple[list[EncodedItem], dict[str, torch.Tensor]]:
     """VAE latents of every item and the text context of every caption (plus ``""`` for dropout), once.
 
     Encoding up front keeps the VAE and text encoder out of the training steps (they can be offloaded)
@@ -256,11 +260,13 @@ def start_training(
     settings: TrainSettings,
     resume: bool = True,
     progress: ProgressFn | None = None,
+    device: torch.device | str | None = None,
 ) -> TrainingRun:
     """Encode the dataset, add adapters to a shared copy of the UNet, build AdamW + schedule.
 
     With ``resume`` and an existing ``settings.checkpoint_path`` the run continues from that
-    checkpoint (LoRA, optimizer, schedule, step, losses and RNG state restored exactly).
+    checkpoint (LoRA, optimizer, schedule, step, losses and RNG state restored exactly).  ``device``
+    moves the training UNet there; its base weights are shared with ``model.unet``, so they move too.
     """
     settings.validate()
     items, contexts = encode_dataset(model, dataset, progress)
@@ -270,12 +276,15 @@ def start_training(
     if settings.gradient_checkpointing:
         enable_checkpointing(unet)
     names = lora_mod.inject(unet, settings.targets, settings.rank, settings.alpha, settings.seed)
+    if device is not None:
+        unet.to(device)
     params = [p for n, p in unet.named_parameters() if ".lora_" in n]
     for p in params:
         p.data = p.data.float()
     optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=settings.weight_decay)
     device_type = params[0].device.type
-    scaler = torch.amp.GradScaler(device_type, enabled=settings.precision == "fp16")
+    half = autocast_dtype(settings.precision, model.unet.dtype)
+    scaler = torch.amp.GradScaler(device_type, enabled=half == torch.float16)
     run = TrainingRun(
         model=model,
         unet=unet,
@@ -329,7 +338,9 @@ def load_checkpoint(run: TrainingRun, path: str | os.PathLike[str]) -> None:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable file gets the same explanation
-        raise ModelFileError(f"The training checkpoint {path} could not be read ({exc}); delete it to start over.") from exc
+        raise ModelFileError(
+            f"The training checkpoint {path} could not be read ({exc}); delete it to start over."
+        ) from exc
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         raise ModelFileError(f"{path} is not a GameAnim LoRA training checkpoint.")
     saved = state["settings"]
@@ -340,7 +351,9 @@ def load_checkpoint(run: TrainingRun, path: str | os.PathLike[str]) -> None:
             "Use the same settings to resume, or another run name / checkpoint path to start a new run."
         )
     if state["dataset_hash"] != run.dataset_hash:
-        raise InputError(f"The checkpoint {path} was made with a different dataset; use another run name to start over.")
+        raise InputError(
+            f"The checkpoint {path} was made with a different dataset; use another run name to start over."
+        )
     distance = lora_mod.signature_distance(state["base_signature"], lora_mod.base_signature(run.model.unet))
     if distance > lora_mod.SIGNATURE_TOLERANCE:
         raise InputError(f"The checkpoint {path} was made on a different base model; use another run name.")
@@ -392,6 +405,13 @@ def forward_noise(schedule: Any, x0: torch.Tensor, t: torch.Tensor, noise: torch
     return acp.sqrt() * scale * x0 + (1 - acp).sqrt() * noise
 
 
+def autocast_dtype(precision: str, base: torch.dtype) -> torch.dtype | None:
+    """The mixed-precision dtype: the setting, or the base weights' dtype when they are half precision
+    (fp32 LoRA layers next to fp16 base layers need autocast to agree on one compute dtype)."""
+    chosen = PRECISIONS[precision]
+    return chosen if chosen is not None else (base if base != torch.float32 else None)
+
+
 def _micro_step(run: TrainingRun) -> float:
     x0, context, kind = _draw(run)
     batch = x0.shape[0]
@@ -404,7 +424,7 @@ def _micro_step(run: TrainingRun) -> float:
     for p in frozen:
         p.requires_grad_(False)
     try:
-        dtype = PRECISIONS[run.settings.precision]
+        dtype = autocast_dtype(run.settings.precision, run.model.unet.dtype)
         with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
             eps = run.unet(x_t, t, context, run.clip_fps if kind == "clip" else run.settings.fps)
         loss = torch.nn.functional.mse_loss(eps.float(), noise)
@@ -484,6 +504,8 @@ def validation_loss(run: TrainingRun, samples: int = 4, seed: int = 0) -> float:
             noise = torch.randn(x0.shape, generator=generator)
             x_t = forward_noise(run.model.schedule, x0.to(device), t.to(device), noise.to(device))
             fps = run.clip_fps if item.kind == "clip" else run.settings.fps
-            eps = run.unet(x_t, t.to(device), run.contexts[item.caption][None].to(device), fps)
+            dtype = autocast_dtype(run.settings.precision, run.model.unet.dtype)
+            with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+                eps = run.unet(x_t, t.to(device), run.contexts[item.caption][None].to(device), fps)
             total += float(torch.nn.functional.mse_loss(eps.float(), noise.to(device)))
     return total / samples

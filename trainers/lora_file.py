@@ -75,7 +75,9 @@ def read_lora(path: str | os.PathLike[str]) -> tuple[dict[str, tuple[torch.Tenso
     return groups, metadata
 
 
-def apply_lora_file(model: Any, path: str | os.PathLike[str], strength: float = 1.0, allow_other_base: bool = False) -> Any:
+def apply_lora_file(
+    model: Any, path: str | os.PathLike[str], strength: float = 1.0, allow_other_base: bool = False
+) -> Any:
     """A new VC2Model with the LoRA at ``path`` merged at ``strength`` (stack by applying again).
 
     The LoRA's base-model signature must match ``model`` (relative distance under
