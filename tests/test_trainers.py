@@ -11,9 +11,9 @@ from gameanim import api
 from gameanim.errors import InputError, ModelFileError
 from gameanim.progress import Cancelled
 from gameanim.trainers import datasets as ds
-from gameanim.trainers import lora as lora_mod
 from gameanim.trainers import loop
-from gameanim.trainers.lora_file import apply_lora_file, save_lora
+from gameanim.trainers import lora as lora_mod
+from gameanim.trainers.lora_file import save_lora
 from PIL import Image
 from safetensors.torch import save_file
 from trainers_helpers import tiny_model, write_concept_folder

@@ -69,6 +69,11 @@ TEMPLATE = field(
 )
 
 
+def ds_template() -> str:
+    """The default caption template (the godmodeanimation prompt form)."""
+    return TEMPLATE[1]["default"]
+
+
 class StillImagesDataset:
     DESCRIPTION = (
         "A folder of still character images (png/jpg/webp) with optional same-name .txt captions; kohya-style "

@@ -467,8 +467,8 @@ def train_step(run: TrainingRun) -> float:
 def train(run: TrainingRun, steps: int, progress: ProgressFn | None = None) -> TrainingRun:
     """Run ``steps`` optimizer steps; ``progress(done, steps)`` after each one may raise to cancel.
 
-    A checkpoint is written every ``checkpoint_every`` steps and whenever the loop stops early
-    (Cancel or an error), so nothing finished is lost; re-running with the same settings resumes.
+    A checkpoint is written every ``checkpoint_every`` steps, at the end, and whenever the loop stops
+    early (Cancel or an error), so nothing finished is lost; re-running with the same settings resumes.
     """
     if steps < 1:
         raise InputError(f"steps must be at least 1, got {steps}.")
@@ -486,6 +486,8 @@ def train(run: TrainingRun, steps: int, progress: ProgressFn | None = None) -> T
     except BaseException:
         save_checkpoint(run)
         raise
+    if not every or run.step % every:
+        save_checkpoint(run)  # the end of a chained Train node is a resume point too
     return run
 
 

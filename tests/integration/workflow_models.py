@@ -20,4 +20,5 @@ _VC2_WEIGHTS = (
 WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None] | str] = {
     "vc2_sprite_t2v": _VC2_WEIGHTS,
     "vc2_action_set": _VC2_WEIGHTS,
+    "vc2_train_concept_lora": _VC2_WEIGHTS + " (the trainer nodes run end to end on it in tests/test_trainer_nodes.py)",
 }
