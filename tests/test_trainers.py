@@ -270,3 +270,17 @@ def test_api_train_lora_saves(model, tmp_path):
     assert run.step == 2 and run.saved_path.name == "api.safetensors"
     with pytest.raises(InputError, match="Unknown training settings"):
         api.train_lora(model, data, lerning_rate=1.0)
+
+
+@pytest.mark.parametrize("weights,precision", [("bf16", "fp32"), ("fp32", "bf16"), ("fp32", "fp16")])
+def test_mixed_precision_steps(concept, weights, precision):
+    from gameanim.nodes.vc2.model import VC2Model, load_model
+    from trainers_helpers import tiny_text_encoder, tiny_vae
+    from vc2_helpers import TINY_WEIGHTS
+
+    base = load_model(str(TINY_WEIGHTS), dtype=weights)
+    model = VC2Model(unet=base.unet, schedule=base.schedule, vae=tiny_vae(), text_encoder=tiny_text_encoder())
+    run = loop.start_training(model, concept, loop.TrainSettings(**{**FAST, "precision": precision}))
+    loop.train(run, 2)
+    assert all(np.isfinite(run.losses)) and all(p.dtype == torch.float32 for p in run.params)
+    assert run.scaler.is_enabled() == (precision == "fp16")

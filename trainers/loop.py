@@ -262,7 +262,7 @@ def start_training(
     progress: ProgressFn | None = None,
     device: torch.device | str | None = None,
 ) -> TrainingRun:
-    """Encode the dataset, add adapters to a shared copy of the UNet, build AdamW + schedule.
+    """Encode the dataset, then :func:`start_training_encoded`.
 
     With ``resume`` and an existing ``settings.checkpoint_path`` the run continues from that
     checkpoint (LoRA, optimizer, schedule, step, losses and RNG state restored exactly).  ``device``
@@ -270,7 +270,38 @@ def start_training(
     """
     settings.validate()
     items, contexts = encode_dataset(model, dataset, progress)
-    still_ratio = dataset.still_ratio if settings.still_ratio is None else settings.still_ratio
+    return start_training_encoded(
+        model,
+        items,
+        contexts,
+        settings,
+        still_ratio=dataset.still_ratio if settings.still_ratio is None else settings.still_ratio,
+        dataset_size=len(dataset),
+        dataset_hash=_dataset_hash(dataset.stills + dataset.clips),
+        trigger=dataset.trigger,
+        clip_fps=dataset.clip_fps if dataset.clips else settings.fps,
+        resume=resume,
+        device=device,
+    )
+
+
+def start_training_encoded(
+    model: Any,
+    items: list[EncodedItem],
+    contexts: dict[str, torch.Tensor],
+    settings: TrainSettings,
+    still_ratio: float = 0.5,
+    dataset_size: int | None = None,
+    dataset_hash: str = "",
+    trigger: str = "",
+    clip_fps: int = 16,
+    resume: bool = True,
+    device: torch.device | str | None = None,
+) -> TrainingRun:
+    """Add adapters to a shared copy of the UNet and build AdamW + schedule for pre-encoded ``items``."""
+    settings.validate()
+    if not items:
+        raise InputError("The dataset is empty: add still images and/or action clips.")
     unet = lora_mod.shared_copy(model.unet)
     unet.gameanim_base_signature = lora_mod.base_signature(model.unet)
     if settings.gradient_checkpointing:
@@ -282,9 +313,8 @@ def start_training(
     for p in params:
         p.data = p.data.float()
     optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=settings.weight_decay)
-    device_type = params[0].device.type
     half = autocast_dtype(settings.precision, model.unet.dtype)
-    scaler = torch.amp.GradScaler(device_type, enabled=half == torch.float16)
+    scaler = torch.amp.GradScaler(params[0].device.type, enabled=half == torch.float16)
     run = TrainingRun(
         model=model,
         unet=unet,
@@ -296,11 +326,11 @@ def start_training(
         scaler=scaler,
         generator=torch.Generator().manual_seed(settings.seed),
         still_ratio=still_ratio,
-        dataset_size=len(dataset),
-        dataset_hash=_dataset_hash(dataset.stills + dataset.clips),
-        trigger=dataset.trigger,
+        dataset_size=dataset_size if dataset_size is not None else sum(i.weight for i in items),
+        dataset_hash=dataset_hash,
+        trigger=trigger,
         target_names=names,
-        clip_fps=dataset.clip_fps if dataset.clips else settings.fps,
+        clip_fps=clip_fps,
     )
     if resume and settings.checkpoint_path and Path(settings.checkpoint_path).is_file():
         load_checkpoint(run, settings.checkpoint_path)
