@@ -40,12 +40,44 @@ def _describe(path: Path) -> str:
     return f"{path} ({size:,} bytes)"
 
 
-def _torch_load(path: Path) -> Any:
+class _Opaque:
+    """Inert stand-in for a non-tensor object pickled in a training checkpoint (hyper-parameters, configs).
+
+    Training checkpoints (Lightning) may carry e.g. OmegaConf objects next to the state dict.  Instead
+    of importing their classes (which would run code named by the file), each is rebuilt as this
+    empty holder and ignored; only tensors are ever used.
+    """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> _Opaque:
+        return object.__new__(cls)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args = args
+
+    def __setstate__(self, state: Any) -> None:
+        self.state = state
+
+
+def _load_with_opaque_objects(path: Path, use_mmap: bool) -> Any:
+    """``weights_only`` load where every class the file names is replaced by :class:`_Opaque`."""
+    import torch
+
+    names = torch.serialization.get_unsafe_globals_in_checkpoint(path)
+    with torch.serialization.safe_globals([(_Opaque, name) for name in names]):
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=use_mmap)
+
+
+def _torch_load(path: Path, opaque_objects: bool = False) -> Any:
     import torch
 
     use_mmap = zipfile.is_zipfile(path)
     try:
-        return torch.load(path, map_location="cpu", weights_only=True, mmap=use_mmap)
+        try:
+            return torch.load(path, map_location="cpu", weights_only=True, mmap=use_mmap)
+        except pickle.UnpicklingError as first:
+            if not opaque_objects or "Weights only load failed" not in str(first) or not use_mmap:
+                raise
+            return _load_with_opaque_objects(path, use_mmap)
     except (RuntimeError, EOFError, zipfile.BadZipFile, pickle.UnpicklingError, OSError) as exc:
         text = str(exc)
         if "Weights only load failed" in text:
@@ -73,11 +105,15 @@ def _find_tensor_mapping(obj: Any) -> Mapping[str, Any]:
     raise ModelFileError("The checkpoint holds no tensor dictionary (no 'state_dict' and no tensors at top level).")
 
 
-def read_state_dict(path: str | os.PathLike[str], select: KeyFilter | None = None) -> dict[str, Any]:
+def read_state_dict(
+    path: str | os.PathLike[str], select: KeyFilter | None = None, opaque_objects: bool = False
+) -> dict[str, Any]:
     """All tensors of a weight file (optionally only keys where ``select(key)`` is true), on the CPU.
 
     For pickles the selected tensors stay memory-mapped until the caller copies or moves them, and
-    unselected entries (optimizer state, EMA copies) are never touched.
+    unselected entries (optimizer state, EMA copies) are never touched.  Pickles holding other Python
+    objects are refused unless ``opaque_objects`` is set: then (for known training-checkpoint formats)
+    those objects are rebuilt as inert stand-ins without importing their classes, and ignored.
     """
     file = Path(path)
     if not file.is_file():
@@ -86,7 +122,7 @@ def read_state_dict(path: str | os.PathLike[str], select: KeyFilter | None = Non
         raise ModelFileError(f"{file} is empty (0 bytes): the download or copy did not finish.")
     if _is_safetensors(file):
         return _read_safetensors(file, select)
-    mapping = _find_tensor_mapping(_torch_load(file))
+    mapping = _find_tensor_mapping(_torch_load(file, opaque_objects))
     return {k: v for k, v in mapping.items() if select is None or select(k)}
 
 

@@ -140,3 +140,26 @@ def test_unprefixed_unet_only_mapping_loads():
     parts = ckpt.read_vc2(bare)
     assert parts.buffers == {} and len(parts.unet) == len(bare)
     unet_mod.build_unet(parts.unet)
+
+
+class _HyperParams:
+    """Stands for an OmegaConf object that Lightning may pickle next to the state dict."""
+
+    def __init__(self, values):
+        self.values = values
+
+
+def test_lightning_pickle_with_config_objects_loads_without_importing_them(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    fake = types.ModuleType("fake_omegaconf_for_test")
+    _HyperParams.__module__ = fake.__name__
+    fake._HyperParams = _HyperParams
+    monkeypatch.setitem(sys.modules, fake.__name__, fake)
+    path = tmp_path / "runjump.ckpt"
+    weights = load_file(TINY_WEIGHTS)
+    torch.save({"state_dict": weights, "hyper_parameters": _HyperParams({"lr": 6e-5}), "optimizer_states": []}, path)
+    monkeypatch.delitem(sys.modules, fake.__name__)
+    parts = ckpt.read_vc2(path)
+    assert len(parts.unet) == sum(k.startswith("model.diffusion_model.") for k in weights)

@@ -157,7 +157,7 @@ def read_vc2(source: str | os.PathLike[str] | Mapping[str, Any]) -> VC2Parts:
         prefix = check_vc2(safetensors_shapes(path), str(path))
         tensors = read_state_dict(path, select=_wanted(prefix))
     else:
-        everything = read_state_dict(path)
+        everything = read_state_dict(path, opaque_objects=True)
         prefix = check_vc2({k: tuple(v.shape) for k, v in everything.items() if hasattr(v, "shape")}, str(path))
         tensors = {k: v for k, v in everything.items() if _wanted(prefix)(k)}
     kind = (

@@ -300,7 +300,13 @@ def build_unet(
     converted = convert_vc2_unet(sd, layout)
     with torch.device("meta"):
         model = VC2UNet(layout)
-    result = model.load_state_dict(converted, strict=False, assign=True)
+    try:
+        result = model.load_state_dict(converted, strict=False, assign=True)
+    except RuntimeError as exc:
+        raise ModelFileError(
+            f"The VC2 UNet weights do not fit the architecture {layout.diffusers_config()} "
+            f"(check the config override): {str(exc).splitlines()[-1].strip()}"
+        ) from exc
     if result.missing_keys or result.unexpected_keys:
         raise ModelFileError(
             "The VC2 UNet weights do not fit the inferred architecture "
