@@ -272,8 +272,11 @@ def test_api_train_lora_saves(model, tmp_path):
         api.train_lora(model, data, lerning_rate=1.0)
 
 
-@pytest.mark.parametrize("weights,precision", [("bf16", "fp32"), ("fp32", "bf16"), ("fp32", "fp16")])
-def test_mixed_precision_steps(concept, weights, precision):
+@pytest.mark.parametrize(
+    "weights,precision,scaled",
+    [("bf16", "fp32", False), ("fp16", "bf16", True), ("fp32", "bf16", False), ("fp32", "fp16", True)],
+)
+def test_mixed_precision_steps(concept, weights, precision, scaled):
     from gameanim.nodes.vc2.model import VC2Model, load_model
     from trainers_helpers import tiny_text_encoder, tiny_vae
     from vc2_helpers import TINY_WEIGHTS
@@ -283,4 +286,13 @@ def test_mixed_precision_steps(concept, weights, precision):
     run = loop.start_training(model, concept, loop.TrainSettings(**{**FAST, "precision": precision}))
     loop.train(run, 2)
     assert all(np.isfinite(run.losses)) and all(p.dtype == torch.float32 for p in run.params)
-    assert run.scaler.is_enabled() == (precision == "fp16")
+    assert run.scaler.is_enabled() == scaled  # fp16 compute (setting or fp16 base weights) uses a GradScaler
+
+
+def test_api_signatures_match_the_issue_contract():
+    import inspect
+
+    train = inspect.signature(api.train_lora).parameters
+    assert list(train)[:2] == ["model", "dataset"] and train["settings"].kind is inspect.Parameter.VAR_KEYWORD
+    assert list(inspect.signature(api.apply_lora).parameters)[:3] == ["model", "path", "strength"]
+    assert {"train_lora", "apply_lora"} <= set(api.__all__)

@@ -226,7 +226,9 @@ class LoraTrainInit:
                     "BOOLEAN", "Recompute activations in backward: much less VRAM, ~30% slower.", default=True
                 ),
                 "precision": field(
-                    ["bf16", "fp16", "fp32"], "Autocast precision (LoRA weights stay fp32).", default="bf16"
+                    ["bf16", "fp16", "fp32"],
+                    "Autocast precision for an fp32-loaded model; a model loaded in fp16/bf16 computes in its own dtype. LoRA weights stay fp32.",
+                    default="bf16",
                 ),
                 "caption_dropout": field(
                     "FLOAT",

@@ -436,10 +436,15 @@ def forward_noise(schedule: Any, x0: torch.Tensor, t: torch.Tensor, noise: torch
 
 
 def autocast_dtype(precision: str, base: torch.dtype) -> torch.dtype | None:
-    """The mixed-precision dtype: the setting, or the base weights' dtype when they are half precision
-    (fp32 LoRA layers next to fp16 base layers need autocast to agree on one compute dtype)."""
-    chosen = PRECISIONS[precision]
-    return chosen if chosen is not None else (base if base != torch.float32 else None)
+    """The autocast dtype: the base weights' dtype when they are half precision, else the setting.
+
+    A half-precision base dictates it: fp32 LoRA layers next to fp16 base layers need one compute
+    dtype, and autocasting an fp16 base to bf16 (or the reverse) would feed bf16 activations into fp16
+    LayerNorm weights, which PyTorch refuses.
+    """
+    if base in (torch.float16, torch.bfloat16):
+        return base
+    return PRECISIONS[precision]
 
 
 def _micro_step(run: TrainingRun) -> float:
