@@ -46,6 +46,11 @@ def env(tmp_path_factory):
 
 
 def test_train_validate_save_apply_chain(env):
+    with torch.inference_mode():  # as ComfyUI's executor runs every node
+        _chain(env)
+
+
+def _chain(env):
     (loaded,) = vc2n.VC2Loader().load("tiny_vc2.safetensors", "fp32", True)
     (dataset,) = tn.StillImagesDataset().load("knight_concept", "gmknight", tn.ds_template(), 64, 64, False)
     assert len(dataset.stills) == 4 and all("gmknight" in i.caption for i in dataset.stills)

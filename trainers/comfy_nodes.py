@@ -297,17 +297,19 @@ class LoraTrain:
         return float("nan")  # training always advances the run, never reuse a cached result
 
     def train(self, lora_run: Any, steps: int) -> tuple[Any, Any, float]:
-        from .loop import train
+        from .loop import grad_mode, train
         from .loss_plot import loss_curve_image
 
         device = host.torch_device()
         host.free_memory(lora_run.model.memory_bytes(), device)
-        lora_run.unet.to(device)
+        with grad_mode():  # ComfyUI runs nodes in inference mode; moved weights must stay autograd-usable
+            lora_run.unet.to(device)
         try:
             train(lora_run, steps, host.progress(steps))
         finally:
             if lora_run.offload:
-                lora_run.model.unet.to(host.offload_device())
+                with grad_mode():
+                    lora_run.model.unet.to(host.offload_device())
                 host.soft_empty_cache()
         return (lora_run, loss_curve_image(lora_run.losses), float(lora_run.losses[-1]))
 
@@ -351,10 +353,11 @@ class LoraValidate:
     def validate(
         self, lora_run: Any, prompt: str, width: int, height: int, frames: int, steps: int, cfg: float, seed: int
     ) -> tuple[Any, Any]:
+        from .loop import grad_mode
         from .validate import preview_clip
 
-        device = host.torch_device()
-        lora_run.unet.to(device)
+        with grad_mode():
+            lora_run.unet.to(host.torch_device())
         frames_out = preview_clip(lora_run, prompt, width, height, frames, steps, cfg, seed, host.progress(steps))
         return (lora_run, frames_out)
 

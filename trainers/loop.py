@@ -25,6 +25,8 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -129,6 +131,35 @@ class Checkpointed(nn.Module):
             return super().__getattr__(name)
         except AttributeError:
             return getattr(self._modules["wrapped"], name)
+
+
+@contextmanager
+def grad_mode() -> Iterator[None]:
+    """Autograd on, inference mode off: hosts such as ComfyUI run every node under ``torch.inference_mode()``."""
+    with torch.inference_mode(False), torch.enable_grad():
+        yield
+
+
+def release_inference_tensors(module: nn.Module) -> int:
+    """Replace parameters/buffers created under ``torch.inference_mode()`` by normal copies, one at a time.
+
+    Autograd cannot save inference tensors for backward (a frozen Linear weight is needed for the
+    gradient of its input), and ComfyUI loads models under inference mode.  The values are unchanged;
+    the old tensors are freed as they are replaced, so peak memory grows by one tensor.  Only frozen
+    parameters are replaced (trainable ones belong to an optimizer).  Returns how many were replaced.
+    """
+    replaced = 0
+    with grad_mode():
+        for sub in module.modules():
+            for name, param in list(sub._parameters.items()):
+                if param is not None and param.is_inference() and not param.requires_grad:
+                    sub._parameters[name] = nn.Parameter(param.clone(), requires_grad=param.requires_grad)
+                    replaced += 1
+            for name, buf in list(sub._buffers.items()):
+                if buf is not None and buf.is_inference():
+                    sub._buffers[name] = buf.clone()
+                    replaced += 1
+    return replaced
 
 
 def enable_checkpointing(unet: nn.Module) -> None:
@@ -269,7 +300,8 @@ def start_training(
     moves the training UNet there; its base weights are shared with ``model.unet``, so they move too.
     """
     settings.validate()
-    items, contexts = encode_dataset(model, dataset, progress)
+    with grad_mode():
+        items, contexts = encode_dataset(model, dataset, progress)
     return start_training_encoded(
         model,
         items,
@@ -302,6 +334,28 @@ def start_training_encoded(
     settings.validate()
     if not items:
         raise InputError("The dataset is empty: add still images and/or action clips.")
+    with grad_mode():
+        return _start(
+            model, items, contexts, settings, still_ratio, dataset_size, dataset_hash, trigger, clip_fps, resume, device
+        )
+
+
+def _start(
+    model: Any,
+    items: list[EncodedItem],
+    contexts: dict[str, torch.Tensor],
+    settings: TrainSettings,
+    still_ratio: float,
+    dataset_size: int | None,
+    dataset_hash: str,
+    trigger: str,
+    clip_fps: int,
+    resume: bool,
+    device: torch.device | str | None,
+) -> TrainingRun:
+    release_inference_tensors(model.unet)
+    items = [replace(i, latents=i.latents.clone()) if i.latents.is_inference() else i for i in items]
+    contexts = {k: v.clone() if v.is_inference() else v for k, v in contexts.items()}
     unet = lora_mod.shared_copy(model.unet)
     unet.gameanim_base_signature = lora_mod.base_signature(model.unet)
     if settings.gradient_checkpointing:
@@ -510,6 +564,13 @@ def train(run: TrainingRun, steps: int, progress: ProgressFn | None = None) -> T
     report = progress or no_progress
     run.unet.train(False)
     every = run.settings.checkpoint_every
+    with grad_mode():
+        release_inference_tensors(run.unet)  # e.g. base weights moved by a host under inference mode
+        _loop(run, steps, report, every)
+    return run
+
+
+def _loop(run: TrainingRun, steps: int, report: ProgressFn, every: int) -> None:
     try:
         for done in range(1, steps + 1):
             started = time.perf_counter()
@@ -523,7 +584,6 @@ def train(run: TrainingRun, steps: int, progress: ProgressFn | None = None) -> T
         raise
     if not every or run.step % every:
         save_checkpoint(run)  # the end of a chained Train node is a resume point too
-    return run
 
 
 def validation_loss(run: TrainingRun, samples: int = 4, seed: int = 0) -> float:
