@@ -60,7 +60,10 @@ def _unet_prefix(shapes: Mapping[str, tuple[int, ...]]) -> str | None:
 def describe_foreign(shapes: Mapping[str, tuple[int, ...]]) -> str:
     """A human description of a weight file that is not a VC2 text-to-video checkpoint."""
     keys = list(shapes)
-    has = lambda part: any(part in k for k in keys)  # noqa: E731
+
+    def has(part: str) -> bool:
+        return any(part in k for k in keys)
+
     if not keys:
         return "an empty weight file (no tensors)"
     if has("image_proj_model.") or has("embedder.model.visual") or has("to_k_ip"):

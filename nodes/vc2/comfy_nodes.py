@@ -183,7 +183,7 @@ def _sample(
     init: dict[str, Any] | None = None,
     denoise: float = 1.0,
 ) -> Any:
-    from .model import latent_shape, sample
+    from .model import latent_shape, sample, skipped_steps
     from .schedule import ddim_timesteps
 
     model = loaded.model
@@ -199,7 +199,7 @@ def _sample(
                 f"The init latent must be a 5-D VC2 latent [B,4,T,H/8,W/8], got {tuple(init_latent.shape)}."
             )
         shape = tuple(init_latent.shape)
-    run_steps = steps - (min(steps - 1, round(steps * (1 - denoise))) if init_latent is not None and denoise < 1 else 0)
+    run_steps = steps - (skipped_steps(steps, denoise) if init_latent is not None and denoise < 1 else 0)
     with _on_device(loaded, model.unet):
         return sample(
             model,

@@ -47,10 +47,6 @@ class VC2Model:
     def latent_channels(self) -> int:
         return self.unet.layout.in_channels
 
-    def memory_bytes(self) -> int:
-        modules = [m for m in (self.unet, self.vae, self.text_encoder) if m is not None]
-        return sum(p.numel() * p.element_size() for m in modules for p in m.parameters())
-
 
 def parse_dtype(dtype: str | torch.dtype) -> torch.dtype:
     if isinstance(dtype, torch.dtype):
@@ -117,6 +113,11 @@ def latent_shape(batch: int, frames: int, height: int, width: int, channels: int
     return (batch, channels, frames, height // LATENT_FACTOR, width // LATENT_FACTOR)
 
 
+def skipped_steps(steps: int, denoise: float) -> int:
+    """How many of the noisiest DDIM steps an init latent with ``denoise`` skips (always runs at least one)."""
+    return min(steps - 1, int(round(steps * (1.0 - denoise))))
+
+
 def _expand(context: torch.Tensor, batch: int, name: str) -> torch.Tensor:
     if context.ndim != 3:
         raise InputError(f"{name} must be [B, tokens, width], got {tuple(context.shape)}.")
@@ -166,7 +167,7 @@ def sample(
     if init_latent is not None and denoise < 1.0:
         if tuple(init_latent.shape) != tuple(x_T.shape):
             raise InputError(f"init latent {tuple(init_latent.shape)} and noise {tuple(x_T.shape)} differ in shape.")
-        start_step = min(steps - 1, int(round(steps * (1.0 - denoise))))
+        start_step = skipped_steps(steps, denoise)
         t_start = int(ddim_timesteps(steps, model.schedule.num_timesteps)[steps - 1 - start_step])
         x_T = q_sample(model.schedule, init_latent.float(), t_start, x_T)
     batch = x_T.shape[0]

@@ -74,10 +74,6 @@ class OpenCLIPPenultimate(nn.Module):
         )
 
     @property
-    def width(self) -> int:
-        return self.model.width
-
-    @property
     def device(self) -> torch.device:
         return self.model.token_embedding.weight.device
 
