@@ -301,7 +301,7 @@ class LoraTrain:
         from .loss_plot import loss_curve_image
 
         device = host.torch_device()
-        host.free_memory(lora_run.model.memory_bytes(), device)
+        host.free_memory(sum(p.numel() * p.element_size() for p in lora_run.unet.parameters()), device)
         with grad_mode():  # ComfyUI runs nodes in inference mode; moved weights must stay autograd-usable
             lora_run.unet.to(device)
         try:
