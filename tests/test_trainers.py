@@ -296,3 +296,23 @@ def test_api_signatures_match_the_issue_contract():
     assert list(train)[:2] == ["model", "dataset"] and train["settings"].kind is inspect.Parameter.VAR_KEYWORD
     assert list(inspect.signature(api.apply_lora).parameters)[:3] == ["model", "path", "strength"]
     assert {"train_lora", "apply_lora"} <= set(api.__all__)
+
+
+def test_api_cancel_keeps_a_checkpoint_and_saves_no_lora(model, tmp_path):
+    from gameanim.progress import CancelToken
+
+    data = tmp_path / "data"
+    write_concept_folder(data, count=2)
+    token = CancelToken()
+
+    def cancel_after_two(done, total):
+        if done == 2:
+            token.cancel()
+
+    ckpt = tmp_path / "ckpt.pt"
+    common = dict(width=64, height=64, output_dir=tmp_path / "loras", checkpoint_path=str(ckpt), **FAST)
+    with pytest.raises(Cancelled):
+        api.train_lora(model, data, steps=5, progress=token.progress(cancel_after_two), **common)
+    assert ckpt.is_file() and not (tmp_path / "loras").exists()
+    run = api.train_lora(model, data, steps=5, **common)
+    assert run.step == 5 and len(run.losses) == 5 and run.saved_path.is_file()
