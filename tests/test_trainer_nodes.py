@@ -80,3 +80,18 @@ def test_dataset_folder_is_confined(env):
         tn.StillImagesDataset().load("../../etc", "x", tn.ds_template(), 64, 64, False)
     with pytest.raises(InputError, match="neither"):
         tn.StillImagesDataset().load("no_such_folder", "x", tn.ds_template(), 64, 64, False)
+
+
+def test_action_clips_node_merges_with_stills(env):
+    from PIL import Image
+
+    clip = env / "input" / "clips" / "v_Run_g01"
+    clip.mkdir(parents=True)
+    for f in range(4):
+        Image.new("RGB", (64, 64), (f * 60, 10, 10)).save(clip / f"{f:02d}.png")
+    (stills,) = tn.StillImagesDataset().load("knight_concept", "gmknight", tn.ds_template(), 64, 64, False)
+    (mixed,) = tn.ActionClipsDataset().load(
+        "clips", "running", "gmknight", tn.ds_template(), 4, 1, 12, 64, 64, 0.25, stills
+    )
+    assert len(mixed.stills) == 4 and len(mixed.clips) == 1 and mixed.still_ratio == 0.25 and mixed.clip_fps == 12
+    assert mixed.clips[0].caption == "Game character running animation of gmknight"

@@ -316,3 +316,11 @@ def test_api_cancel_keeps_a_checkpoint_and_saves_no_lora(model, tmp_path):
     assert ckpt.is_file() and not (tmp_path / "loras").exists()
     run = api.train_lora(model, data, steps=5, **common)
     assert run.step == 5 and len(run.losses) == 5 and run.saved_path.is_file()
+
+
+def test_repeat_still_mode_trains_static_clips(model, concept):
+    run = loop.start_training(model, concept, loop.TrainSettings(**FAST, still_mode="repeat", frames=3))
+    x0, _, kind = loop._draw(run)
+    assert kind == "still" and x0.shape[2] == 3 and torch.equal(x0[:, :, 0], x0[:, :, 2])
+    loop.train(run, 1)
+    assert np.isfinite(run.losses[0])
