@@ -324,3 +324,18 @@ def test_repeat_still_mode_trains_static_clips(model, concept):
     assert kind == "still" and x0.shape[2] == 3 and torch.equal(x0[:, :, 0], x0[:, :, 2])
     loop.train(run, 1)
     assert np.isfinite(run.losses[0])
+
+
+def test_a_lora_fits_the_same_base_loaded_in_half_precision(trained, tmp_path):
+    from gameanim.nodes.vc2.model import load_model
+    from vc2_helpers import TINY_WEIGHTS
+
+    run, _ = trained
+    path = save_lora(run.lora_state(), tmp_path, "hero", run.metadata())
+    for dtype in ("bf16", "fp16"):
+        half = load_model(str(TINY_WEIGHTS), dtype=dtype, vae=False, text_encoder=False)
+        distance = lora_mod.signature_distance(
+            lora_mod.base_signature(half.unet), lora_mod.base_signature(run.model.unet)
+        )
+        assert distance < lora_mod.SIGNATURE_TOLERANCE / 4
+        assert api.apply_lora(half, path, 1.0).unet.dtype == half.unet.dtype

@@ -100,10 +100,7 @@ def base_signature(unet: nn.Module) -> list[float]:
     inherited = getattr(unet, "gameanim_base_signature", None)
     if inherited is not None:
         return list(inherited)
-    state = {canonical_name(k): v for k, v in unet.state_dict().items() if ".lora_" not in k and "base_layer" not in k}
-    state.update(
-        {canonical_name(k).replace(".base_layer", ""): v for k, v in unet.state_dict().items() if "base_layer" in k}
-    )
+    state = {canonical_name(k).replace(".base_layer", ""): v for k, v in unet.state_dict().items() if ".lora_" not in k}
     keys = sorted(k for k, v in state.items() if v.is_floating_point() and v.numel() >= SIGNATURE_VALUES)
     pick = [
         keys[round(i * (len(keys) - 1) / max(1, SIGNATURE_TENSORS - 1))]
