@@ -223,7 +223,9 @@ class LoraTrainInit:
                 "batch_size": field("INT", "Samples per micro-batch (same size bucket).", default=1, min=1, max=64),
                 "grad_accum": field("INT", "Micro-batches per optimizer step.", default=1, min=1, max=64),
                 "gradient_checkpointing": field(
-                    "BOOLEAN", "Recompute activations in backward: much less VRAM, ~30% slower.", default=True
+                    "BOOLEAN",
+                    "Recompute activations in backward: much less VRAM, slower (one extra forward pass per step).",
+                    default=True,
                 ),
                 "precision": field(
                     ["bf16", "fp16", "fp32"],
