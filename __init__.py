@@ -16,8 +16,17 @@ from .nodes.motion import comfy_nodes as motion_nodes
 from .nodes.pose import comfy_nodes as pose_nodes
 from .nodes.sprite import comfy_nodes as sprite_nodes
 from .nodes.vc2 import comfy_nodes as vc2_nodes
+from .trainers import comfy_nodes as trainer_nodes
 
-FEATURE_NODE_MODULES: tuple = (vc2_nodes, sprite_nodes, pose_nodes, motion_nodes, mllm_nodes, decoder_nodes)
+FEATURE_NODE_MODULES: tuple = (
+    vc2_nodes,
+    trainer_nodes,
+    sprite_nodes,
+    pose_nodes,
+    motion_nodes,
+    mllm_nodes,
+    decoder_nodes,
+)
 
 NODE_CLASS_MAPPINGS, NODE_DISPLAY_NAME_MAPPINGS = merge_mappings(FEATURE_NODE_MODULES)
 WEB_DIRECTORY = "web"

@@ -207,6 +207,8 @@ __all__ = [
     "load_vc2",
     "sample_vc2",
     "vc2_token_count",
+    "train_lora",
+    "apply_lora",
     "CancelToken",
     "export_animation",
     "find_loop",
@@ -561,3 +563,57 @@ def decode_vc2(model: VC2Model, latents: torch.Tensor, chunk: int = 1, tiled: bo
     from .nodes.vc2.model import decode
 
     return decode(model, latents, chunk=chunk, tiled=tiled)
+
+
+# ----------------------------------------------------------------------------- LoRA training
+
+
+def train_lora(model: VC2Model, dataset: Any, **settings: Any) -> Any:
+    """Train a VC2 LoRA headless and return the finished :class:`~.trainers.loop.TrainingRun`.
+
+    ``dataset`` is a :class:`~.trainers.datasets.TrainDataset` or a folder of still images (with
+    same-name ``.txt`` captions and kohya ``N_name`` repeat folders).  ``settings`` are the fields of
+    :class:`~.trainers.loop.TrainSettings` (targets, rank, alpha, learning_rate, lr_schedule, batch_size,
+    grad_accum, gradient_checkpointing, precision, seed, caption_dropout, still_ratio, checkpoint_every,
+    checkpoint_path, ...) plus: ``steps`` (default ``total_steps``), ``trigger``/``width``/``height``
+    (folder datasets), ``resume`` (default True: continue from ``checkpoint_path``), ``progress``
+    (may raise to cancel; a checkpoint is written first) and ``output_dir`` + ``name`` to save the
+    LoRA there (never overwriting; the path is ``run.saved_path``).
+    """
+    from pathlib import Path
+
+    from .trainers.datasets import TrainDataset, load_stills
+    from .trainers.loop import TrainSettings, start_training, train
+    from .trainers.lora_file import save_lora
+
+    options = dict(settings)
+    steps = options.pop("steps", None)
+    progress = options.pop("progress", None)
+    resume = options.pop("resume", True)
+    output_dir = options.pop("output_dir", None)
+    name = options.pop("name", "gameanim_lora")
+    trigger = options.pop("trigger", "")
+    width, height = options.pop("width", 256), options.pop("height", 256)
+    config = TrainSettings.from_kwargs(**options)
+    if not isinstance(dataset, TrainDataset):
+        dataset = TrainDataset(stills=load_stills(Path(dataset), width, height, trigger=trigger), trigger=trigger)
+    run = start_training(model, dataset, config, resume=resume)
+    remaining = (steps if steps is not None else config.total_steps) - run.step
+    if remaining > 0:
+        train(run, remaining, progress)
+    run.saved_path = save_lora(run.lora_state(), output_dir, name, run.metadata()) if output_dir else None
+    return run
+
+
+def apply_lora(
+    model: VC2Model, path: str | os.PathLike[str], strength: float = 1.0, allow_other_base: bool = False
+) -> VC2Model:
+    """A new VC2 model with the GameAnim LoRA at ``path`` merged at ``strength`` (``model`` is unchanged).
+
+    Apply again to stack LoRAs; strength 0 gives the base model's output exactly.  A LoRA from another
+    tool (foreign keys), a damaged file or one trained on a different base model raises
+    :class:`ModelFileError` (``allow_other_base=True`` skips only the base check).
+    """
+    from .trainers.lora_file import apply_lora_file
+
+    return apply_lora_file(model, path, strength, allow_other_base)

@@ -38,4 +38,5 @@ WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None] | str] = {
     "animegamer_turn": write_tiny_animegamer_mllm
     if tokenizer_source() is not None
     else "AnimeGamer's tokenizer files (../shared/reference/animegamer_tokenizer or $GAMEANIM_ANIMEGAMER_TOKENIZER) are absent",
+    "vc2_train_concept_lora": _VC2_WEIGHTS + " (the trainer nodes run end to end on it in tests/test_trainer_nodes.py)",
 }
