@@ -27,265 +27,127 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 
-# ----------------------------------------------------------------------------- motion scope
+# ----------------------------------------------------------------------------- VideoCrafter2 sampler
 
 
-class MotionScope(NamedTuple):
-    """Result of :func:`motion_scope`.
+def load_vc2(source: str | os.PathLike[str] | Mapping[str, Any], config: Mapping[str, Any] | None = None) -> VC2Model:
+    """Load a VideoCrafter2 / godmodeanimation checkpoint (fp32, CPU) from a path or a state dict.
 
-    ``scope``: mean foreground flow magnitude per frame pair, in pixels of a 480x720 reference frame
-    (resolution-independent); ``level``: 1..5 with the default edges (0.7, 3.5, 12, 28);
-    ``per_frame``: the value of each of the T-1 frame pairs.
+    Formats are detected by keys and shapes: the original ``model.ckpt``, godmodeanimation Lightning
+    checkpoints (optimizer state never read), ``.safetensors`` conversions with or without prefixes,
+    and UNet-only mappings (the sampler then uses VC2's own schedule and ``scale_arr``).  ``config``
+    overrides the UNet hyper-parameters inferred from the shapes.  The result's
+    ``unet(x, timesteps, context, fps)`` maps ``[B,4,T,H,W]`` latents to the noise prediction; move
+    parts to a GPU with ``model.unet.to("cuda")``.  Non-VC2 files raise :class:`ModelFileError`.
     """
+    from .nodes.vc2.model import load_model
 
-    scope: float
-    level: int
-    per_frame: tuple[float, ...]
-
-
-def _raft_for(method: str) -> Any:
-    """The RAFT model a RAFT ``method`` needs, from the ``optical_flow`` model folder (never downloaded)."""
-    from .host import folder_paths_for
-    from .nodes.motion.flow import cached_raft, find_raft_weights, resolve_method
-
-    name = resolve_method(method)
-    if not name.startswith("raft"):
-        return None
-    return cached_raft(find_raft_weights(name, folder_paths_for("optical_flow")), name)
+    return load_model(source, config=config)
 
 
-def motion_scope(frames: Any, method: str = "dis", r: float = 0.2, mask: Any = None) -> MotionScope:
-    """Measure a clip's motion scope the way AnimeGamer labels action intensity, from optical flow.
+def encode_vc2_text(model: VC2Model, texts: str | Sequence[str]) -> torch.Tensor:
+    """``[B, 77, 1024]`` conditioning from the checkpoint's OpenCLIP weights (``""`` = unconditional)."""
+    from .nodes.vc2.model import encode_text
 
-    ``frames``: IMAGE-style ``[T,H,W,3]`` float 0..1 (torch or numpy), T >= 2, all frames one size.
-    ``method``: ``"dis"`` (= ``"dis_medium"``, default), ``"dis_fast"``, ``"dis_ultrafast"``,
-    ``"farneback"``, or ``"raft_small"`` / ``"raft_large"`` with weights placed in
-    ``models/optical_flow/`` (see docs/motion.md).  ``r``: foreground cut as a fraction of the clip's
-    99th-percentile speed.  ``mask``: optional MASK ``[T,H,W]``/``[H,W]`` (>0.5 = measured), e.g.
-    the character matte, so camera or background motion is ignored.  A clip without motion (static,
-    all black) gives scope 0 and level 1, never NaN.
+    return encode_text(model, texts)
+
+
+def vc2_token_count(text: str) -> tuple[int, str]:
+    """(OpenCLIP tokens including start/end, text cut off past the 77-token window; empty if none)."""
+    from .nodes.vc2.text_encoder import token_report
+
+    report = token_report(text)
+    return report.tokens, report.cut_text
+
+
+def sample_vc2(
+    model: VC2Model,
+    context: torch.Tensor,
+    uncond_context: torch.Tensor | None,
+    steps: int = 50,
+    cfg: float = 12.0,
+    eta: float = 1.0,
+    fps: int = 16,
+    x_T: torch.Tensor | None = None,
+    seed: int | None = None,
+    noise: Sequence[torch.Tensor] | torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Run VC2's original DDIM (leading timesteps +1, eta, CFG, fps, ``scale_arr``); final latents ``[B,4,T,H,W]``.
+
+    ``x_T`` is the start latent; without it the noise is drawn on the CPU from ``seed`` for one
+    16-frame 320x512 clip per context row.  ``noise`` optionally gives the per-step noises for eta > 0
+    (added as sigma_i * noise[i] in sampling order) so a run is reproducible exactly.  Step counts that
+    do not divide 1000 keep the stride ``1000 // steps`` and run exactly ``steps`` steps.
     """
-    from .nodes.motion.measure import measure_clip
+    from .nodes.vc2.model import sample
 
-    measured = measure_clip(frames, method=method, r=r, mask=mask, raft_model=_raft_for(method))
-    return MotionScope(measured.result.scope, measured.level, measured.result.per_frame)
+    return sample(
+        model, context, uncond_context, steps=steps, cfg=cfg, eta=eta, fps=fps, x_T=x_T, seed=seed, noise=noise
+    )
 
 
-def evaluate_motion(
-    clips: Sequence[Any],
-    targets: Sequence[int],
-    method: str = "dis",
-    r: float = 0.2,
-    edges: Sequence[float] | None = None,
-    progress: Any = None,
-) -> Any:
-    """ACC-F / MAE-F of generated ``clips`` against their target motion levels (1..5).
+def decode_vc2(model: VC2Model, latents: torch.Tensor, chunk: int = 1, tiled: bool = False) -> torch.Tensor:
+    """Latents ``[B,4,T,h,w]`` -> IMAGE ``[B*T, 8h, 8w, 3]`` float32 0..1, decoded ``chunk`` frames at a time."""
+    from .nodes.vc2.model import decode
 
-    Each clip is measured with :func:`motion_scope`'s estimator and binned with ``edges`` (default
-    0.7, 3.5, 12, 28).  Returns a ``MotionEvaluation`` with ``acc_f`` (fraction of exact level
-    matches), ``mae_f`` (mean absolute level difference), ``levels``, ``targets`` and ``scopes``.
+    return decode(model, latents, chunk=chunk, tiled=tiled)
+
+
+# ----------------------------------------------------------------------------- LoRA training for VC2
+
+
+def train_lora(model: VC2Model, dataset: Any, **settings: Any) -> Any:
+    """Train a VC2 LoRA headless and return the finished :class:`~.trainers.loop.TrainingRun`.
+
+    ``dataset`` is a :class:`~.trainers.datasets.TrainDataset` or a folder of still images (with
+    same-name ``.txt`` captions and kohya ``N_name`` repeat folders).  ``settings`` are the fields of
+    :class:`~.trainers.loop.TrainSettings` (targets, rank, alpha, learning_rate, lr_schedule, batch_size,
+    grad_accum, gradient_checkpointing, precision, seed, caption_dropout, still_ratio, checkpoint_every,
+    checkpoint_path, ...) plus: ``steps`` (default ``total_steps``), ``trigger``/``width``/``height``
+    (folder datasets), ``resume`` (default True: continue from ``checkpoint_path``), ``progress``
+    (may raise to cancel; a checkpoint is written first) and ``output_dir`` + ``name`` to save the
+    LoRA there (never overwriting; the path is ``run.saved_path``).
     """
-    from .nodes.motion.evaluate import evaluate_scopes
-    from .nodes.motion.levels import DEFAULT_EDGES
-    from .nodes.motion.measure import measure_clip
+    from pathlib import Path
 
-    raft = _raft_for(method)
-    bounds = tuple(edges) if edges is not None else DEFAULT_EDGES
+    from .trainers.datasets import TrainDataset, load_stills
+    from .trainers.loop import TrainSettings, start_training, train
+    from .trainers.lora_file import save_lora
 
-    def measure(clip: Any) -> float:
-        return measure_clip(clip, method=method, r=r, raft_model=raft).result.scope
+    options = dict(settings)
+    steps = options.pop("steps", None)
+    progress = options.pop("progress", None)
+    resume = options.pop("resume", True)
+    output_dir = options.pop("output_dir", None)
+    name = options.pop("name", "gameanim_lora")
+    trigger = options.pop("trigger", "")
+    width, height = options.pop("width", 256), options.pop("height", 256)
+    config = TrainSettings.from_kwargs(**options)
+    if not isinstance(dataset, TrainDataset):
+        dataset = TrainDataset(stills=load_stills(Path(dataset), width, height, trigger=trigger), trigger=trigger)
+    run = start_training(model, dataset, config, resume=resume)
+    remaining = (steps if steps is not None else config.total_steps) - run.step
+    if remaining > 0:
+        train(run, remaining, progress)
+    run.saved_path = save_lora(run.lora_state(), output_dir, name, run.metadata()) if output_dir else None
+    return run
 
-    return evaluate_scopes(clips, targets, measure, bounds, progress)
 
+def apply_lora(
+    model: VC2Model, path: str | os.PathLike[str], strength: float = 1.0, allow_other_base: bool = False
+) -> VC2Model:
+    """A new VC2 model with the GameAnim LoRA at ``path`` merged at ``strength`` (``model`` is unchanged).
 
-def _pose_from_file(
-    path: str | Path, camera: str, width: int, height: int, frames: Any, progress: ProgressFn | None
-) -> tuple[Any, list[dict[str, Any]]]:
-    import torch
-
-    from .nodes.pose.render_motion import CameraSettings, render_motion_file
-
-    settings = CameraSettings(preset=camera, width=width, height=height)
-    result = render_motion_file(path, settings, frames, progress=progress, as_float=True)
-    return torch.from_numpy(result.pose_maps), result.keypoints
-
-
-def pose_from_bvh(
-    path: str | Path,
-    camera: str = "side_right",
-    width: int = 512,
-    height: int = 512,
-    frames: Any = None,
-    *,
-    progress: ProgressFn | None = None,
-) -> tuple[Any, list[dict[str, Any]]]:
-    """Render a BVH motion to orientation-true OpenPose maps, with no Blender and no weights.
-
-    ``camera`` is a preset (front, back, side_left, side_right, three_quarter, top; orthographic,
-    auto-fitted to the whole motion); ``frames`` is None (all), an int n (first n), a
-    ``(start, stop, step)`` tuple or a list of frame indices.  The skeleton mapping is detected
-    (Mixamo, CMU).  Returns ``(pose_images, pose_keypoint)``: a float32 tensor ``[T, H, W, 3]`` in
-    0..1 (ComfyUI IMAGE) and the POSE_KEYPOINT list exactly as comfyui_controlnet_aux emits it.
+    Apply again to stack LoRAs; strength 0 gives the base model's output exactly.  A LoRA from another
+    tool (foreign keys), a damaged file or one trained on a different base model raises
+    :class:`ModelFileError` (``allow_other_base=True`` skips only the base check).
     """
-    return _pose_from_file(path, camera, width, height, frames, progress)
+    from .trainers.lora_file import apply_lora_file
+
+    return apply_lora_file(model, path, strength, allow_other_base)
 
 
-def pose_from_motion_json(
-    path: str | Path,
-    camera: str = "side_right",
-    width: int = 512,
-    height: int = 512,
-    frames: Any = None,
-    *,
-    progress: ProgressFn | None = None,
-) -> tuple[Any, list[dict[str, Any]]]:
-    """Like :func:`pose_from_bvh` for a GameAnim JSON motion file (written by the Blender worker or
-    the in-Blender export script ``nodes/pose/blender/gameanim_export_motion.py``)."""
-    return _pose_from_file(path, camera, width, height, frames, progress)
-
-
-def load_animegamer_mllm(
-    weights: str | os.PathLike[str] | Mapping[str, torch.Tensor],
-    tokenizer: str | os.PathLike[str],
-    base: str | os.PathLike[str] | None = None,
-    config: Mapping[str, Any] | None = None,
-) -> AnimeGamerMLLM:
-    """Load AnimeGamer's MLLM (Mistral-7B-Instruct-v0.1 + LoRA + resamplers) for :func:`game_step`.
-
-    ``weights``: the path of ``MLLM-<char>/pytorch_model.bin`` (or a mapping in its key layout:
-    ``llm.base_model.model.…`` with peft names, ``input_resampler.proj.*``, ``output_resampler.proj.*``).
-    ``tokenizer``: AnimeGamer's ``animegamer_tokenizer`` folder (vocabulary and every added token are
-    checked).  ``base``: the Mistral-7B-Instruct-v0.1 folder when ``weights`` lacks the base weights.
-    ``config``: ``MistralConfig`` keyword overrides (``dtype`` picks the compute dtype, default bfloat16).
-    The LoRA rank comes from the ``lora_A`` shapes (alpha = rank), the representation width from the
-    resampler shapes.  Missing or mis-shaped tensors raise :class:`ModelFileError`.
-    """
-    from .nodes.animegamer.mllm_model import load_animegamer_mllm as load
-
-    return load(weights, tokenizer, base=base, config=config)
-
-
-def new_game(character: str, window: int = 1) -> Game:
-    """A new AnimeGamer game (states at 50).  ``window`` 1 is the released behaviour (no history in the
-    prompt); ``window`` > 1 shows the last ``window - 1`` turns with their own strengths and representations."""
-    from .nodes.animegamer.game_state import new_game as make
-
-    return make(character, window)
-
-
-def game_step(
-    model: AnimeGamerMLLM,
-    game: Game,
-    instruction: str,
-    max_new_tokens: int = 200,
-    progress: ProgressFn | None = None,
-) -> tuple[Game, StepResult]:
-    """Play one turn; returns the new game and the step (``representation`` 226×D, ``generated_ids``,
-    ``text``, ``level``, ``flow``, ``deltas`` (SC, ET, ST), ``states``).  ``game`` itself is unchanged."""
-    from .nodes.animegamer.mllm_step import game_step as step
-
-    return step(model, game, instruction, max_new_tokens=max_new_tokens, progress=progress)
-
-
-def save_game(game: Game, path: str | os.PathLike[str]) -> os.PathLike[str]:
-    """Save a game atomically as ``<path>.game.json`` + a checksummed ``.safetensors``; returns the JSON path."""
-    from .nodes.animegamer.game_state import save_game as save
-
-    return save(game, path)
-
-
-def load_game(path: str | os.PathLike[str]) -> Game:
-    """Load a game saved by :func:`save_game`; a corrupt save raises :class:`ModelFileError`."""
-    from .nodes.animegamer.game_state import load_game as load
-
-    return load(path)
-
-
-__all__ = [
-    "decode_vc2",
-    "encode_vc2_text",
-    "load_vc2",
-    "sample_vc2",
-    "vc2_token_count",
-    "train_lora",
-    "apply_lora",
-    "CancelToken",
-    "export_animation",
-    "find_loop",
-    "hold_frames",
-    "load_palette",
-    "ping_pong",
-    "pixelate",
-    "remove_background",
-    "resample_frames",
-    "retime",
-    "save_sprite_sheet",
-    "sprite_sheet",
-    "stabilise",
-    "Cancelled",
-    "GameAnimError",
-    "InputError",
-    "ModelFileError",
-    "MotionScope",
-    "NumericalError",
-    "UnsafePathError",
-    "__version__",
-    "evaluate_motion",
-    "motion_scope",
-    "pose_from_bvh",
-    "pose_from_motion_json",
-    "game_step",
-    "load_animegamer_mllm",
-    "load_game",
-    "new_game",
-    "save_game",
-    "convert_animegamer_decoder",
-    "load_animegamer_decoder",
-    "load_animegamer_vae",
-]
-
-
-def load_animegamer_decoder(source: str | os.PathLike[str], config: dict[str, Any] | None = None) -> Any:
-    """Load the AnimeGamer shot decoder (CogVideoX-2B + flow embedding + E_a) on the CPU in float32.
-
-    ``source``: the released SAT folder ``VDM_Decoder-<character>/`` (or its ``mp_rank_00_model_states.pt``; only
-    the transformer tensors are streamed, the LoRA is merged), or a file written by
-    :func:`convert_animegamer_decoder`.  ``config``: optional overrides in diffusers ``CogVideoXTransformer3DModel``
-    names (the architecture is otherwise inferred from the tensor shapes).
-
-    The returned module has ``transformer(latents [B,T,C,H,W], timestep [B] (0..999), cond_tokens [B,226,1920],
-    flow [B]) -> v-prediction``, ``encode_conditions(t5_feats [B,30,4096], clip_patches [B,196,768]) -> tokens``
-    (E_a) and ``decode_shot(representation, vae=None, motion_level=3, flow=None, steps=50, cfg_mode="released",
-    cfg=6.0, seed=0, num_frames=17, height=480, width=720, vae_tiling=False, progress=None) -> Shot``.
-    Move it with ``.to(device, dtype)``.
-    """
-    from .nodes.animegamer.decoder_convert import load_decoder
-
-    return load_decoder(source, config)
-
-
-def convert_animegamer_decoder(
-    source: str | os.PathLike[str], target: str | os.PathLike[str], dtype: str = "float16", overwrite: bool = False
-) -> Path:
-    """Write the compact converted decoder (``dtype`` float16/bfloat16/float32, LoRA merged, config in metadata)."""
-    import torch
-
-    from .nodes.animegamer.decoder_convert import convert_to_file
-
-    if dtype not in ("float16", "bfloat16", "float32"):
-        raise InputError(f"dtype '{dtype}' is not supported; use float16, bfloat16 or float32.")
-    return convert_to_file(source, target, dtype=getattr(torch, dtype), overwrite=overwrite)
-
-
-def load_animegamer_vae(source: str | os.PathLike[str]) -> Any:
-    """The CogVideoX VAE (diffusers ``AutoencoderKLCogVideoX``) from a diffusers ``vae/`` folder or SAT ``3d-vae.pt``."""
-    from .nodes.animegamer.decoder_vae import load_vae
-
-    return load_vae(source)
-
-
-# ----------------------------------------------------------------------------- sprite toolkit
-# Frames are IMAGE-style tensors [T,H,W,3] float 0..1 (torch or numpy), alpha is [T,H,W].
+# ----------------------------------------------------------------------------- sprite toolkit (frames are IMAGE-style tensors [T,H,W,3] float 0..1, alpha [T,H,W])
 
 
 def remove_background(
@@ -499,121 +361,267 @@ def export_animation(
     return pipeline.export_animation(rgb, alpha, directory, name, format, fps, durations_ms, loop)
 
 
-# ----------------------------------------------------------------------------- VideoCrafter2
+# ----------------------------------------------------------------------------- pose from rigs
 
 
-def load_vc2(source: str | os.PathLike[str] | Mapping[str, Any], config: Mapping[str, Any] | None = None) -> VC2Model:
-    """Load a VideoCrafter2 / godmodeanimation checkpoint (fp32, CPU) from a path or a state dict.
+def _pose_from_file(
+    path: str | Path, camera: str, width: int, height: int, frames: Any, progress: ProgressFn | None
+) -> tuple[Any, list[dict[str, Any]]]:
+    import torch
 
-    Formats are detected by keys and shapes: the original ``model.ckpt``, godmodeanimation Lightning
-    checkpoints (optimizer state never read), ``.safetensors`` conversions with or without prefixes,
-    and UNet-only mappings (the sampler then uses VC2's own schedule and ``scale_arr``).  ``config``
-    overrides the UNet hyper-parameters inferred from the shapes.  The result's
-    ``unet(x, timesteps, context, fps)`` maps ``[B,4,T,H,W]`` latents to the noise prediction; move
-    parts to a GPU with ``model.unet.to("cuda")``.  Non-VC2 files raise :class:`ModelFileError`.
+    from .nodes.pose.render_motion import CameraSettings, render_motion_file
+
+    settings = CameraSettings(preset=camera, width=width, height=height)
+    result = render_motion_file(path, settings, frames, progress=progress, as_float=True)
+    return torch.from_numpy(result.pose_maps), result.keypoints
+
+
+def pose_from_bvh(
+    path: str | Path,
+    camera: str = "side_right",
+    width: int = 512,
+    height: int = 512,
+    frames: Any = None,
+    *,
+    progress: ProgressFn | None = None,
+) -> tuple[Any, list[dict[str, Any]]]:
+    """Render a BVH motion to orientation-true OpenPose maps, with no Blender and no weights.
+
+    ``camera`` is a preset (front, back, side_left, side_right, three_quarter, top; orthographic,
+    auto-fitted to the whole motion); ``frames`` is None (all), an int n (first n), a
+    ``(start, stop, step)`` tuple or a list of frame indices.  The skeleton mapping is detected
+    (Mixamo, CMU).  Returns ``(pose_images, pose_keypoint)``: a float32 tensor ``[T, H, W, 3]`` in
+    0..1 (ComfyUI IMAGE) and the POSE_KEYPOINT list exactly as comfyui_controlnet_aux emits it.
     """
-    from .nodes.vc2.model import load_model
-
-    return load_model(source, config=config)
+    return _pose_from_file(path, camera, width, height, frames, progress)
 
 
-def sample_vc2(
-    model: VC2Model,
-    context: torch.Tensor,
-    uncond_context: torch.Tensor | None,
-    steps: int = 50,
-    cfg: float = 12.0,
-    eta: float = 1.0,
-    fps: int = 16,
-    x_T: torch.Tensor | None = None,
-    seed: int | None = None,
-    noise: Sequence[torch.Tensor] | torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Run VC2's original DDIM (leading timesteps +1, eta, CFG, fps, ``scale_arr``); final latents ``[B,4,T,H,W]``.
+def pose_from_motion_json(
+    path: str | Path,
+    camera: str = "side_right",
+    width: int = 512,
+    height: int = 512,
+    frames: Any = None,
+    *,
+    progress: ProgressFn | None = None,
+) -> tuple[Any, list[dict[str, Any]]]:
+    """Like :func:`pose_from_bvh` for a GameAnim JSON motion file (written by the Blender worker or
+    the in-Blender export script ``nodes/pose/blender/gameanim_export_motion.py``)."""
+    return _pose_from_file(path, camera, width, height, frames, progress)
 
-    ``x_T`` is the start latent; without it the noise is drawn on the CPU from ``seed`` for one
-    16-frame 320x512 clip per context row.  ``noise`` optionally gives the per-step noises for eta > 0
-    (added as sigma_i * noise[i] in sampling order) so a run is reproducible exactly.  Step counts that
-    do not divide 1000 keep the stride ``1000 // steps`` and run exactly ``steps`` steps.
+
+# ----------------------------------------------------------------------------- motion scope
+
+
+class MotionScope(NamedTuple):
+    """Result of :func:`motion_scope`.
+
+    ``scope``: mean foreground flow magnitude per frame pair, in pixels of a 480x720 reference frame
+    (resolution-independent); ``level``: 1..5 with the default edges (0.7, 3.5, 12, 28);
+    ``per_frame``: the value of each of the T-1 frame pairs.
     """
-    from .nodes.vc2.model import sample
 
-    return sample(
-        model, context, uncond_context, steps=steps, cfg=cfg, eta=eta, fps=fps, x_T=x_T, seed=seed, noise=noise
-    )
-
-
-def encode_vc2_text(model: VC2Model, texts: str | Sequence[str]) -> torch.Tensor:
-    """``[B, 77, 1024]`` conditioning from the checkpoint's OpenCLIP weights (``""`` = unconditional)."""
-    from .nodes.vc2.model import encode_text
-
-    return encode_text(model, texts)
+    scope: float
+    level: int
+    per_frame: tuple[float, ...]
 
 
-def vc2_token_count(text: str) -> tuple[int, str]:
-    """(OpenCLIP tokens including start/end, text cut off past the 77-token window; empty if none)."""
-    from .nodes.vc2.text_encoder import token_report
+def _raft_for(method: str) -> Any:
+    """The RAFT model a RAFT ``method`` needs, from the ``optical_flow`` model folder (never downloaded)."""
+    from .host import folder_paths_for
+    from .nodes.motion.flow import cached_raft, find_raft_weights, resolve_method
 
-    report = token_report(text)
-    return report.tokens, report.cut_text
-
-
-def decode_vc2(model: VC2Model, latents: torch.Tensor, chunk: int = 1, tiled: bool = False) -> torch.Tensor:
-    """Latents ``[B,4,T,h,w]`` -> IMAGE ``[B*T, 8h, 8w, 3]`` float32 0..1, decoded ``chunk`` frames at a time."""
-    from .nodes.vc2.model import decode
-
-    return decode(model, latents, chunk=chunk, tiled=tiled)
+    name = resolve_method(method)
+    if not name.startswith("raft"):
+        return None
+    return cached_raft(find_raft_weights(name, folder_paths_for("optical_flow")), name)
 
 
-# ----------------------------------------------------------------------------- LoRA training
+def motion_scope(frames: Any, method: str = "dis", r: float = 0.2, mask: Any = None) -> MotionScope:
+    """Measure a clip's motion scope the way AnimeGamer labels action intensity, from optical flow.
 
-
-def train_lora(model: VC2Model, dataset: Any, **settings: Any) -> Any:
-    """Train a VC2 LoRA headless and return the finished :class:`~.trainers.loop.TrainingRun`.
-
-    ``dataset`` is a :class:`~.trainers.datasets.TrainDataset` or a folder of still images (with
-    same-name ``.txt`` captions and kohya ``N_name`` repeat folders).  ``settings`` are the fields of
-    :class:`~.trainers.loop.TrainSettings` (targets, rank, alpha, learning_rate, lr_schedule, batch_size,
-    grad_accum, gradient_checkpointing, precision, seed, caption_dropout, still_ratio, checkpoint_every,
-    checkpoint_path, ...) plus: ``steps`` (default ``total_steps``), ``trigger``/``width``/``height``
-    (folder datasets), ``resume`` (default True: continue from ``checkpoint_path``), ``progress``
-    (may raise to cancel; a checkpoint is written first) and ``output_dir`` + ``name`` to save the
-    LoRA there (never overwriting; the path is ``run.saved_path``).
+    ``frames``: IMAGE-style ``[T,H,W,3]`` float 0..1 (torch or numpy), T >= 2, all frames one size.
+    ``method``: ``"dis"`` (= ``"dis_medium"``, default), ``"dis_fast"``, ``"dis_ultrafast"``,
+    ``"farneback"``, or ``"raft_small"`` / ``"raft_large"`` with weights placed in
+    ``models/optical_flow/`` (see docs/motion.md).  ``r``: foreground cut as a fraction of the clip's
+    99th-percentile speed.  ``mask``: optional MASK ``[T,H,W]``/``[H,W]`` (>0.5 = measured), e.g.
+    the character matte, so camera or background motion is ignored.  A clip without motion (static,
+    all black) gives scope 0 and level 1, never NaN.
     """
-    from pathlib import Path
+    from .nodes.motion.measure import measure_clip
 
-    from .trainers.datasets import TrainDataset, load_stills
-    from .trainers.loop import TrainSettings, start_training, train
-    from .trainers.lora_file import save_lora
-
-    options = dict(settings)
-    steps = options.pop("steps", None)
-    progress = options.pop("progress", None)
-    resume = options.pop("resume", True)
-    output_dir = options.pop("output_dir", None)
-    name = options.pop("name", "gameanim_lora")
-    trigger = options.pop("trigger", "")
-    width, height = options.pop("width", 256), options.pop("height", 256)
-    config = TrainSettings.from_kwargs(**options)
-    if not isinstance(dataset, TrainDataset):
-        dataset = TrainDataset(stills=load_stills(Path(dataset), width, height, trigger=trigger), trigger=trigger)
-    run = start_training(model, dataset, config, resume=resume)
-    remaining = (steps if steps is not None else config.total_steps) - run.step
-    if remaining > 0:
-        train(run, remaining, progress)
-    run.saved_path = save_lora(run.lora_state(), output_dir, name, run.metadata()) if output_dir else None
-    return run
+    measured = measure_clip(frames, method=method, r=r, mask=mask, raft_model=_raft_for(method))
+    return MotionScope(measured.result.scope, measured.level, measured.result.per_frame)
 
 
-def apply_lora(
-    model: VC2Model, path: str | os.PathLike[str], strength: float = 1.0, allow_other_base: bool = False
-) -> VC2Model:
-    """A new VC2 model with the GameAnim LoRA at ``path`` merged at ``strength`` (``model`` is unchanged).
+def evaluate_motion(
+    clips: Sequence[Any],
+    targets: Sequence[int],
+    method: str = "dis",
+    r: float = 0.2,
+    edges: Sequence[float] | None = None,
+    progress: Any = None,
+) -> Any:
+    """ACC-F / MAE-F of generated ``clips`` against their target motion levels (1..5).
 
-    Apply again to stack LoRAs; strength 0 gives the base model's output exactly.  A LoRA from another
-    tool (foreign keys), a damaged file or one trained on a different base model raises
-    :class:`ModelFileError` (``allow_other_base=True`` skips only the base check).
+    Each clip is measured with :func:`motion_scope`'s estimator and binned with ``edges`` (default
+    0.7, 3.5, 12, 28).  Returns a ``MotionEvaluation`` with ``acc_f`` (fraction of exact level
+    matches), ``mae_f`` (mean absolute level difference), ``levels``, ``targets`` and ``scopes``.
     """
-    from .trainers.lora_file import apply_lora_file
+    from .nodes.motion.evaluate import evaluate_scopes
+    from .nodes.motion.levels import DEFAULT_EDGES
+    from .nodes.motion.measure import measure_clip
 
-    return apply_lora_file(model, path, strength, allow_other_base)
+    raft = _raft_for(method)
+    bounds = tuple(edges) if edges is not None else DEFAULT_EDGES
+
+    def measure(clip: Any) -> float:
+        return measure_clip(clip, method=method, r=r, raft_model=raft).result.scope
+
+    return evaluate_scopes(clips, targets, measure, bounds, progress)
+
+
+# ----------------------------------------------------------------------------- AnimeGamer MLLM step and game state
+
+
+def load_animegamer_mllm(
+    weights: str | os.PathLike[str] | Mapping[str, torch.Tensor],
+    tokenizer: str | os.PathLike[str],
+    base: str | os.PathLike[str] | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> AnimeGamerMLLM:
+    """Load AnimeGamer's MLLM (Mistral-7B-Instruct-v0.1 + LoRA + resamplers) for :func:`game_step`.
+
+    ``weights``: the path of ``MLLM-<char>/pytorch_model.bin`` (or a mapping in its key layout:
+    ``llm.base_model.model.…`` with peft names, ``input_resampler.proj.*``, ``output_resampler.proj.*``).
+    ``tokenizer``: AnimeGamer's ``animegamer_tokenizer`` folder (vocabulary and every added token are
+    checked).  ``base``: the Mistral-7B-Instruct-v0.1 folder when ``weights`` lacks the base weights.
+    ``config``: ``MistralConfig`` keyword overrides (``dtype`` picks the compute dtype, default bfloat16).
+    The LoRA rank comes from the ``lora_A`` shapes (alpha = rank), the representation width from the
+    resampler shapes.  Missing or mis-shaped tensors raise :class:`ModelFileError`.
+    """
+    from .nodes.animegamer.mllm_model import load_animegamer_mllm as load
+
+    return load(weights, tokenizer, base=base, config=config)
+
+
+def new_game(character: str, window: int = 1) -> Game:
+    """A new AnimeGamer game (states at 50).  ``window`` 1 is the released behaviour (no history in the
+    prompt); ``window`` > 1 shows the last ``window - 1`` turns with their own strengths and representations."""
+    from .nodes.animegamer.game_state import new_game as make
+
+    return make(character, window)
+
+
+def game_step(
+    model: AnimeGamerMLLM,
+    game: Game,
+    instruction: str,
+    max_new_tokens: int = 200,
+    progress: ProgressFn | None = None,
+) -> tuple[Game, StepResult]:
+    """Play one turn; returns the new game and the step (``representation`` 226×D, ``generated_ids``,
+    ``text``, ``level``, ``flow``, ``deltas`` (SC, ET, ST), ``states``).  ``game`` itself is unchanged."""
+    from .nodes.animegamer.mllm_step import game_step as step
+
+    return step(model, game, instruction, max_new_tokens=max_new_tokens, progress=progress)
+
+
+def save_game(game: Game, path: str | os.PathLike[str]) -> os.PathLike[str]:
+    """Save a game atomically as ``<path>.game.json`` + a checksummed ``.safetensors``; returns the JSON path."""
+    from .nodes.animegamer.game_state import save_game as save
+
+    return save(game, path)
+
+
+def load_game(path: str | os.PathLike[str]) -> Game:
+    """Load a game saved by :func:`save_game`; a corrupt save raises :class:`ModelFileError`."""
+    from .nodes.animegamer.game_state import load_game as load
+
+    return load(path)
+
+
+# ----------------------------------------------------------------------------- AnimeGamer shot decoder
+
+
+def load_animegamer_decoder(source: str | os.PathLike[str], config: dict[str, Any] | None = None) -> Any:
+    """Load the AnimeGamer shot decoder (CogVideoX-2B + flow embedding + E_a) on the CPU in float32.
+
+    ``source``: the released SAT folder ``VDM_Decoder-<character>/`` (or its ``mp_rank_00_model_states.pt``; only
+    the transformer tensors are streamed, the LoRA is merged), or a file written by
+    :func:`convert_animegamer_decoder`.  ``config``: optional overrides in diffusers ``CogVideoXTransformer3DModel``
+    names (the architecture is otherwise inferred from the tensor shapes).
+
+    The returned module has ``transformer(latents [B,T,C,H,W], timestep [B] (0..999), cond_tokens [B,226,1920],
+    flow [B]) -> v-prediction``, ``encode_conditions(t5_feats [B,30,4096], clip_patches [B,196,768]) -> tokens``
+    (E_a) and ``decode_shot(representation, vae=None, motion_level=3, flow=None, steps=50, cfg_mode="released",
+    cfg=6.0, seed=0, num_frames=17, height=480, width=720, vae_tiling=False, progress=None) -> Shot``.
+    Move it with ``.to(device, dtype)``.
+    """
+    from .nodes.animegamer.decoder_convert import load_decoder
+
+    return load_decoder(source, config)
+
+
+def convert_animegamer_decoder(
+    source: str | os.PathLike[str], target: str | os.PathLike[str], dtype: str = "float16", overwrite: bool = False
+) -> Path:
+    """Write the compact converted decoder (``dtype`` float16/bfloat16/float32, LoRA merged, config in metadata)."""
+    import torch
+
+    from .nodes.animegamer.decoder_convert import convert_to_file
+
+    if dtype not in ("float16", "bfloat16", "float32"):
+        raise InputError(f"dtype '{dtype}' is not supported; use float16, bfloat16 or float32.")
+    return convert_to_file(source, target, dtype=getattr(torch, dtype), overwrite=overwrite)
+
+
+def load_animegamer_vae(source: str | os.PathLike[str]) -> Any:
+    """The CogVideoX VAE (diffusers ``AutoencoderKLCogVideoX``) from a diffusers ``vae/`` folder or SAT ``3d-vae.pt``."""
+    from .nodes.animegamer.decoder_vae import load_vae
+
+    return load_vae(source)
+
+
+__all__ = [
+    "apply_lora",
+    "Cancelled",
+    "CancelToken",
+    "convert_animegamer_decoder",
+    "decode_vc2",
+    "encode_vc2_text",
+    "evaluate_motion",
+    "export_animation",
+    "find_loop",
+    "game_step",
+    "GameAnimError",
+    "hold_frames",
+    "InputError",
+    "load_animegamer_decoder",
+    "load_animegamer_mllm",
+    "load_animegamer_vae",
+    "load_game",
+    "load_palette",
+    "load_vc2",
+    "ModelFileError",
+    "motion_scope",
+    "MotionScope",
+    "new_game",
+    "NumericalError",
+    "ping_pong",
+    "pixelate",
+    "pose_from_bvh",
+    "pose_from_motion_json",
+    "remove_background",
+    "resample_frames",
+    "retime",
+    "sample_vc2",
+    "save_game",
+    "save_sprite_sheet",
+    "sprite_sheet",
+    "stabilise",
+    "train_lora",
+    "UnsafePathError",
+    "vc2_token_count",
+    "__version__",
+]
