@@ -13,6 +13,8 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from .errors import UnsafePathError
 
 _BAD_CHARS = re.compile(r'[\x00-\x1f<>:"|?*]')
+SAMPLE_DATA = Path(__file__).resolve().parent / "sample_data"
+"""Small data shipped with the pack for the example workflows (frames, a training dataset)."""
 
 
 def sanitize_relative(name: str) -> str:

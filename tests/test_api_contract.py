@@ -8,7 +8,6 @@ from __future__ import annotations
 import inspect
 
 import pytest
-
 from gameanim import api
 
 EMPTY = inspect.Parameter.empty

@@ -61,3 +61,10 @@ def test_no_eval_or_exec_or_runtime_pip(python_files):
             if re.search(pattern, text):
                 offenders.append(f"{rel}: {pattern}")
     assert not offenders, offenders
+
+
+def test_only_one_example_workflow_folder():
+    """ComfyUI serves every one of these folders at the same URL; a second one would hide our templates."""
+    names = ["example_workflows", "example", "examples", "workflow", "workflows"]
+    present = [name for name in names if (ROOT / name).is_dir()]
+    assert present == ["workflows"]

@@ -14,12 +14,12 @@ from typing import Any
 from .. import host
 from ..errors import InputError
 from ..nodes.common import category, field
-from ..paths import confined
+from ..paths import SAMPLE_DATA, confined
 
 MODEL_TYPE = "VC2_MODEL"
 DATASET_TYPE = "GAMEANIM_TRAIN_DATASET"
 RUN_TYPE = "GAMEANIM_LORA_RUN"
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "datasets"
+EXAMPLES = SAMPLE_DATA / "datasets"
 DATA_CATEGORY = category("Training", "Dataset")
 TRAIN_CATEGORY = category("Training", "LoRA")
 SEED = field(

@@ -16,7 +16,7 @@ import numpy as np
 
 from ... import host
 from ...errors import InputError
-from ...paths import confined, sanitize_relative
+from ...paths import SAMPLE_DATA, confined, sanitize_relative
 from ...preview import animation_preview
 from ..common import category, field
 from .options import ANCHORS, EXPORT_FORMATS, GODOT_CHOICES, LAYOUTS, PALETTE_METHODS, TIMING_OPS
@@ -58,7 +58,7 @@ class GameAnimSpriteLoadFrames:
     DESCRIPTION = (
         "Loads every image of a folder (sorted by name) as one IMAGE batch plus its alpha as MASK. "
         "'input' reads a sub-folder of ComfyUI's input folder; 'pack_sample' reads the sample frames "
-        "shipped with GameAnim (tests/data, e.g. sprite_frames)."
+        "shipped with GameAnim (its sample_data folder, e.g. sprite_frames)."
     )
     CATEGORY = category("Sprite", "IO")
     FUNCTION = "load"
@@ -85,7 +85,7 @@ class GameAnimSpriteLoadFrames:
         from .frames import to_tensor
         from .loader import load_frame_folder
 
-        base = host.input_dir() if source == "input" else Path(__file__).resolve().parents[2] / "tests" / "data"
+        base = host.input_dir() if source == "input" else SAMPLE_DATA
         rgb, alpha = load_frame_folder(base, folder, max_frames, host.progress(max(1, max_frames)))
         return to_tensor(rgb), to_tensor(alpha), len(rgb)
 
