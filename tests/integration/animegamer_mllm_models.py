@@ -22,11 +22,23 @@ def tokenizer_source() -> Path | None:
     return next((p for p in tokenizer_candidates() if (p / "tokenizer.model").is_file()), None)
 
 
-def write_tiny_animegamer_mllm(models_dir: Path, input_dir: Path) -> None:
+def write_tiny_animegamer_mllm(models_dir: Path, input_dir: Path, width: int | None = None) -> None:
+    """Write the tiny MLLM; ``width`` swaps in seeded random resamplers of that representation width.
+
+    The text pass (and so the parsed states) does not depend on the resamplers; a width that is a
+    multiple of 16 lets a tiny CogVideoX decoder (3-D sin-cos positions) take the representation.
+    """
     import torch
     from safetensors.torch import load_file, save_file
 
     state = load_file(str(FIXTURE / "tiny_mllm.safetensors"))
+    if width is not None:
+        generator = torch.Generator().manual_seed(0)
+        old_width = state["output_resampler.proj.0.bias"].shape[0]
+        for key, value in list(state.items()):
+            if "resampler.proj" in key:
+                shape = [width if size == old_width else size for size in value.shape]
+                state[key] = 0.1 * torch.randn(shape, generator=generator)
     config = json.loads((FIXTURE / "reference.json").read_text())["config"]
     frozen = (".base_layer.", ".original_module.")
     base = {}

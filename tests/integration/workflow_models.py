@@ -14,6 +14,16 @@ from pathlib import Path
 from .animegamer_mllm_models import tokenizer_source, write_tiny_animegamer_mllm
 
 
+def _animegamer_turn(models_dir: Path, input_dir: Path) -> None:
+    """The tiny MLLM, plus a tiny decoder as wide as its representation and a tiny VAE, under the shipped names."""
+    import make_tiny_animegamer_decoder as tiny
+
+    write_tiny_animegamer_mllm(models_dir, input_dir, width=32)
+    folder = models_dir / "animegamer"
+    tiny.make_decoder(folder / "animegamer_decoder_qiqi_fp16.safetensors", width=32)
+    tiny.make_vae(folder / "vae")
+
+
 def _animegamer_decode(models_dir: Path, input_dir: Path) -> None:
     """Tiny converted decoder + tiny CogVideoX VAE folder in models/animegamer, a representation in input/."""
     import make_tiny_animegamer_decoder as tiny
@@ -35,7 +45,7 @@ WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None] | str] = {
     "vc2_sprite_t2v": _VC2_WEIGHTS,
     "vc2_action_set": _VC2_WEIGHTS,
     "animegamer_decode": _animegamer_decode,
-    "animegamer_turn": write_tiny_animegamer_mllm
+    "animegamer_turn": _animegamer_turn
     if tokenizer_source() is not None
     else "AnimeGamer's tokenizer files (../shared/reference/animegamer_tokenizer or $GAMEANIM_ANIMEGAMER_TOKENIZER) are absent",
     "vc2_train_concept_lora": _VC2_WEIGHTS + " (the trainer nodes run end to end on it in tests/test_trainer_nodes.py)",
