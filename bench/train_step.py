@@ -15,26 +15,14 @@ the VRAM estimate in docs/trainers.md is built from.  The baseline is the run wi
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import resource
 import subprocess
 import sys
 import time
 import weakref
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def import_pack():
-    spec = importlib.util.spec_from_file_location(
-        "gameanim", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gameanim"] = module
-    spec.loader.exec_module(module)
-    return module
+from _common import ROOT, import_pack
 
 
 class LiveTensorBytes:
