@@ -26,8 +26,11 @@ def test_node_chain(base_dir):
     (pose,) = nodes.LoadMotion().load("sample:run_cycle.bvh", 0, -1, 3, "auto")
     assert pose.frame_count == 8 and pose.mapping == "mixamo"
     (camera,) = nodes.PoseCamera().build("three_quarter", "perspective", 320, 256, 0.1, True, 30.0)
-    images, keypoints = nodes.RenderPose().render(pose, camera, 4, True)
+    rendered = nodes.RenderPose().render(pose, camera, 4, True)
+    images, keypoints = rendered["result"]
     assert tuple(images.shape) == (8, 256, 320, 3) and len(keypoints) == 8
+    (preview,) = rendered["ui"]["gameanim_preview"]
+    assert len(preview["frames"]) == 8 and preview["caption"] == "three_quarter · perspective"
     depth, normal, mask = nodes.RenderPoseDepthNormal().render(pose, camera)
     assert tuple(depth.shape) == (8, 256, 320, 3) and tuple(normal.shape) == (8, 256, 320, 3)
     assert tuple(mask.shape) == (8, 256, 320) and 0.02 < float(mask.mean()) < 0.6

@@ -45,9 +45,14 @@ def env(tmp_path_factory):
     mp.undo()
 
 
-def test_train_validate_save_apply_chain(env):
+def test_train_validate_save_apply_chain(env, monkeypatch):
+    events = []
+    monkeypatch.setattr(tn.host, "send_ui_event", lambda event, data: events.append((event, data)))
     with torch.inference_mode():  # as ComfyUI's executor runs every node
-        _chain(env)
+        run = _chain(env)
+    training = [data for event, data in events if event == "gameanim.training"]
+    assert [d["step"] for d in training[:3]] == [1, 2, 3] and all(d["node"] == "7" for d in training[:3])
+    assert [d["loss"] for d in training[:3]] == run.losses[:3] and all(d["lr"] > 0 for d in training)
 
 
 def _chain(env):
@@ -55,7 +60,7 @@ def _chain(env):
     (dataset,) = tn.StillImagesDataset().load("knight_concept", "gmknight", tn.ds_template(), 64, 64, False)
     assert len(dataset.stills) == 4 and all("gmknight" in i.caption for i in dataset.stills)
     (run,) = tn.LoraTrainInit().init(loaded, dataset, **INIT)
-    run, curve, last = tn.LoraTrain().train(run, 3)
+    run, curve, last = tn.LoraTrain().train(run, 3, unique_id="7")
     assert run.step == 3 and curve.shape[0] == 1 and curve.shape[-1] == 3 and last == run.losses[-1]
     assert (env / "output" / "gameanim_training" / "knight" / "checkpoint.pt").is_file()
     run, preview = tn.LoraValidate().validate(run, "running gmknight", 64, 64, 2, 2, 4.0, 1)
@@ -73,6 +78,7 @@ def _chain(env):
     # re-running Init with resume continues the checkpoint
     (again,) = tn.LoraTrainInit().init(loaded, dataset, **INIT)
     assert again.step == 3 and again.losses == run.losses
+    return run
 
 
 def test_dataset_folder_is_confined(env):

@@ -54,7 +54,11 @@ def test_sampler_and_decode(loaded):
     positive = cn.VC2TextEncode().encode(loaded, "a knight")["result"][0]
     (latent,) = cn.VC2Sampler().run(loaded, positive, **SMALL)
     assert latent["samples"].shape == (1, 4, 2, 8, 8)
-    (frames,) = cn.VC2Decode().decode(loaded, latent, chunk=1, tiled=False)
+    assert latent["fps"] == SMALL["fps"]
+    decoded = cn.VC2Decode().decode(loaded, latent, chunk=1, tiled=False)
+    (frames,) = decoded["result"]
+    (preview,) = decoded["ui"]["gameanim_preview"]
+    assert len(preview["frames"]) == 2 and preview["fps"] == SMALL["fps"]
     assert frames.shape == (2, 64, 64, 3) and frames.dtype == torch.float32
     assert 0 <= float(frames.min()) and float(frames.max()) <= 1
     (encoded,) = cn.VC2Encode().encode(loaded, frames)

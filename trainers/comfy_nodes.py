@@ -20,6 +20,7 @@ MODEL_TYPE = "VC2_MODEL"
 DATASET_TYPE = "GAMEANIM_TRAIN_DATASET"
 RUN_TYPE = "GAMEANIM_LORA_RUN"
 EXAMPLES = SAMPLE_DATA / "datasets"
+TRAINING_EVENT = "gameanim.training"
 DATA_CATEGORY = category("Training", "Dataset")
 TRAIN_CATEGORY = category("Training", "LoRA")
 SEED = field(
@@ -291,14 +292,15 @@ class LoraTrain:
             "required": {
                 "lora_run": field(RUN_TYPE, "The run from LoRA Train Init or a previous LoRA Train Steps."),
                 "steps": field("INT", "Optimizer steps to run now.", default=100, min=1, max=100000),
-            }
+            },
+            "hidden": {"unique_id": "UNIQUE_ID"},
         }
 
     @classmethod
     def IS_CHANGED(cls, **kwargs: Any) -> float:
         return float("nan")  # training always advances the run, never reuse a cached result
 
-    def train(self, lora_run: Any, steps: int) -> tuple[Any, Any, float]:
+    def train(self, lora_run: Any, steps: int, unique_id: str | None = None) -> tuple[Any, Any, float]:
         from .loop import grad_mode, train
         from .loss_plot import loss_curve_image
 
@@ -306,8 +308,18 @@ class LoraTrain:
         host.free_memory(sum(p.numel() * p.element_size() for p in lora_run.unet.parameters()), device)
         with grad_mode():  # ComfyUI runs nodes in inference mode; moved weights must stay autograd-usable
             lora_run.unet.to(device)
+        bar = host.progress(steps)
+
+        def report(done: int, total: int) -> None:
+            # web/js/loss_chart.js draws these on the node while the loop runs
+            lr = lora_run.optimizer.param_groups[0]["lr"]
+            host.send_ui_event(
+                TRAINING_EVENT, {"node": unique_id, "step": lora_run.step, "loss": lora_run.losses[-1], "lr": lr}
+            )
+            bar(done, total)
+
         try:
-            train(lora_run, steps, host.progress(steps))
+            train(lora_run, steps, report)
         finally:
             if lora_run.offload:
                 with grad_mode():

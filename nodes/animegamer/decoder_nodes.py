@@ -13,6 +13,7 @@ from typing import Any
 from ... import host
 from ...errors import InputError
 from ...paths import confined, sanitize_relative
+from ...preview import animation_preview
 from ..common import category, field
 
 DECODER_TYPE = "ANIMEGAMER_DECODER"
@@ -295,7 +296,8 @@ class AnimeGamerDecodeShot:
                 model.to(host.offload_device())
             host.soft_empty_cache()
         frames = shot.frames.reshape(-1, *shot.frames.shape[2:])
-        return (frames, {"samples": shot.latents.permute(0, 2, 1, 3, 4).contiguous()}, shot.flow)
+        latent = {"samples": shot.latents.permute(0, 2, 1, 3, 4).contiguous()}
+        return {"ui": animation_preview(frames, shot.fps), "result": (frames, latent, shot.flow)}
 
 
 NODE_CLASS_MAPPINGS = {

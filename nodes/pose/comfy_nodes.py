@@ -10,6 +10,7 @@ from typing import Any
 from ... import host
 from ...errors import InputError
 from ...paths import confined
+from ...preview import animation_preview
 from ..common import category, field
 from .blender_worker import RIG_SUFFIXES, motion_from_rig, render_rig_maps
 from .camera import PRESETS, PROJECTIONS
@@ -235,10 +236,12 @@ class RenderPose:
             }
         }
 
-    def render(self, pose3d: Pose3D, camera: CameraSettings, stick_width: int, depth_shading: bool) -> tuple[Any, list]:
+    def render(self, pose3d: Pose3D, camera: CameraSettings, stick_width: int, depth_shading: bool) -> dict[str, Any]:
         progress = host.progress(pose3d.frame_count)
         result = render_pose(pose3d, camera, stick_width, depth_shading, progress=progress, as_float=True)
-        return (_images(result.pose_maps), result.keypoints)
+        images = _images(result.pose_maps)
+        caption = f"{camera.preset} · {camera.projection}"
+        return {"ui": animation_preview(images, pose3d.fps, caption=caption), "result": (images, result.keypoints)}
 
 
 class RenderPoseDepthNormal:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ... import host
 from ...errors import InputError, ModelFileError
+from ...preview import animation_preview
 from ..common import category, field
 
 logger = logging.getLogger("gameanim")
@@ -23,6 +24,7 @@ logger = logging.getLogger("gameanim")
 MODEL_TYPE = "VC2_MODEL"
 FOLDERS = ("videocrafter", "checkpoints")
 CATEGORY = category("VC2")
+PREVIEW_FPS = 8.0  # playback rate of the node preview when the latent does not say (VC2 renders 16-frame clips)
 SEED = field(
     "INT",
     "Seed of the CPU noise generator: the same seed gives the same clip on any device.",
@@ -313,7 +315,7 @@ class VC2Sampler:
         **kw: Any,
     ) -> tuple[dict[str, Any]]:
         latents = _sample(vc2_model, positive, negative, init=init_latent, denoise=denoise, **kw)
-        return ({"samples": latents},)
+        return ({"samples": latents, "fps": kw.get("fps", PREVIEW_FPS)},)
 
 
 class VC2Decode:
@@ -339,11 +341,12 @@ class VC2Decode:
             }
         }
 
-    def decode(self, vc2_model: LoadedVC2, latent: dict[str, Any], chunk: int, tiled: bool) -> tuple[Any]:
+    def decode(self, vc2_model: LoadedVC2, latent: dict[str, Any], chunk: int, tiled: bool) -> dict[str, Any]:
         samples = latent["samples"]
         if samples.ndim != 5:
             raise InputError(f"VC2 Decode needs a 5-D VC2 latent [B,4,T,H,W], got {tuple(samples.shape)}.")
-        return (_decode(vc2_model, samples, chunk, tiled),)
+        frames = _decode(vc2_model, samples, chunk, tiled)
+        return {"ui": animation_preview(frames, latent.get("fps", PREVIEW_FPS)), "result": (frames,)}
 
 
 class VC2Encode:
