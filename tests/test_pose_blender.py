@@ -136,7 +136,7 @@ def test_nodes_with_a_rig_file(fbx_with_head, tmp_path, monkeypatch):
     (pose,) = nodes.LoadMotion().load("rigs/hero.fbx", 0, 12, 4, "auto", blender_executable=BLENDER)
     assert pose.frame_count == 3 and pose.frame_numbers.tolist() == [1, 5, 9]
     (camera,) = nodes.PoseCamera().build("side_right", "orthographic", 96, 96, 0.1, True, 30.0)
-    images, keypoints = nodes.RenderPose().render(pose, camera, 2, False)
+    images, keypoints = nodes.RenderPose().render(pose, camera, 2, False)["result"]
     depth, normal, mask = nodes.RenderRigMesh().render(pose, camera, "rigs/hero.fbx", "workbench", BLENDER)
     assert tuple(images.shape) == tuple(depth.shape) == tuple(normal.shape) == (3, 96, 96, 3)
     assert tuple(mask.shape) == (3, 96, 96) and 0.0 < float(mask.mean()) < 0.2
