@@ -1,6 +1,6 @@
 """Benchmark of the AnimeGamer MLLM step on the CPU (not part of the test suite).
 
-Run: ``/work/venv/bin/python bench/animegamer_mllm.py [--tokens 200] [--real-tokens 20]``.  Needs AnimeGamer's tokenizer
+Run: ``python bench/animegamer_mllm.py [--tokens 200] [--real-tokens 20]``.  Needs AnimeGamer's tokenizer
 (``$GAMEANIM_ANIMEGAMER_TOKENIZER`` or ``../shared/reference/animegamer_tokenizer``).  Two random-weight
 models of the real architecture: a tiny one (hidden 16, 2 layers) and the real width (hidden 4096,
 14336 MLP, 32/8 heads, vocabulary 32284, resamplers 1920) with 2 layers instead of 32.

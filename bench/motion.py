@@ -1,6 +1,6 @@
 """Benchmark of the motion-scope estimator: frame pairs/s and scope accuracy per flow method.
 
-Run: ``/work/venv/bin/python bench/motion.py [--pairs 30] [--raft]``.  Clips are synthetic (a
+Run: ``python bench/motion.py [--pairs 30] [--raft]``.  Clips are synthetic (a
 textured sprite moving at a known speed), rendered at 320x512 and 480x720.  For each method it prints
 flow pairs/s, pairs/s including the scope step (texture test, quantile, means), the ratio to
 Farneback (the baseline, measured in the same run) and the measured scope / true speed on a plain and

@@ -1,8 +1,8 @@
 """Seconds per LoRA training step and peak memory, with and without gradient checkpointing.
 
 Usage:
-    /work/venv/bin/python bench/train_step.py                 # tiny VC2 (fixture UNet), CPU
-    /work/venv/bin/python bench/train_step.py --full-size     # real VC2 architecture (1.41 B params, random
+    python bench/train_step.py                 # tiny VC2 (fixture UNet), CPU
+    python bench/train_step.py --full-size     # real VC2 architecture (1.41 B params, random
                                                              # bf16 weights), rank-16 concept LoRA, 256x256x8
 
 Each configuration runs in its own process so its peak RSS (``ru_maxrss``) is its own.  Besides RSS, a
