@@ -1,6 +1,6 @@
 """Benchmark of the sprite toolkit (not part of the test suite).
 
-Run: ``/work/venv/bin/python bench/sprite.py``.  Prints per-frame time of matte + stabilise at
+Run: ``python bench/sprite.py``.  Prints per-frame time of matte + stabilise at
 512x320 (target <= 20 ms/frame on 2 CPU cores) against a baseline measured in the same run — a
 plain hard key (one RGB distance threshold, no Lab, no unmixing, no cleanup), i.e. the cheapest
 thing that could be called a matte — and the time to pack 64 frames on a sheet (grid and packed),
