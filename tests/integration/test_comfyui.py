@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from .comfy_server import PACK_DIR_NAME, describe_failure
-from .workflow_models import WORKFLOW_MODELS
+from .workflow_models import WORKFLOW_MODELS, WORKFLOW_REDUCTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,6 +92,8 @@ def test_api_workflow_runs(server, workflow):
     if isinstance(setup, str):
         pytest.skip(f"{workflow.name} needs downloaded weights: {setup}")
     prompt = json.loads(workflow.read_text(encoding="utf-8"))
+    for node_id, inputs in WORKFLOW_REDUCTIONS.get(workflow.stem, {}).items():
+        prompt[node_id]["inputs"].update(inputs)
     response = server.queue(prompt)
     body = response.json()
     assert response.status_code == 200, json.dumps(body, indent=1)
@@ -129,7 +131,14 @@ def test_client_runs_ui_workflow(server, workflow, tmp_path):
     setup = WORKFLOW_MODELS.get(workflow.stem)
     if isinstance(setup, str):
         pytest.skip(f"{workflow.name} needs downloaded weights: {setup}")
-    result = _client(server, "run", str(workflow), "--out", str(tmp_path))
+    reductions = [
+        f"{n}.{k}={json.dumps(v)}"
+        for n, ins in WORKFLOW_REDUCTIONS.get(workflow.stem, {}).items()
+        for k, v in ins.items()
+    ]
+    result = _client(
+        server, "run", str(workflow), "--out", str(tmp_path), *[a for r in reductions for a in ("--set", r)]
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert any(tmp_path.iterdir()), "the client downloaded no output file"
 
