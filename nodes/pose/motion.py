@@ -146,16 +146,21 @@ def motion_from_dict(data: dict[str, Any], source: str = "<motion>", frames: Any
     return Motion(names, parents, positions, rotations, rest_p, rest_r, fps, str(data.get("source", source)), numbers)
 
 
+def read_json_file(path: Path, missing: str) -> Any:
+    """Parse a user's JSON file; ``missing`` is the error when it does not exist, bad JSON names the line."""
+    if not path.is_file():
+        raise InputError(missing)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path.name}, line {exc.lineno}: not valid JSON ({exc.msg})") from None
+
+
 def motion_from_json(path: str | Path, frames: Any = None) -> Motion:
     """Read a JSON motion file written by the Blender worker or the in-Blender export script."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"Motion file not found: {path}. Give the path of an existing .json motion file.")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path.name}, line {exc.lineno}: not valid JSON ({exc.msg})") from None
-    return motion_from_dict(data, path.name, frames)
+    missing = f"Motion file not found: {path}. Give the path of an existing .json motion file."
+    return motion_from_dict(read_json_file(path, missing), path.name, frames)
 
 
 def load_motion(path: str | Path, frames: Any = None) -> Motion:

@@ -12,7 +12,6 @@ the renderer can hide points that face away from the camera.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
-from .motion import Motion
+from .motion import Motion, read_json_file
 
 OPENPOSE_18 = (
     "nose", "neck", "r_shoulder", "r_elbow", "r_wrist", "l_shoulder", "l_elbow", "l_wrist",
@@ -169,13 +168,7 @@ def validate_mapping(mapping: Any, source: str) -> dict[str, Any]:
 def load_mapping(path: str | Path) -> dict[str, Any]:
     """Read a user skeleton mapping JSON file (see docs/pose.md)."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"Skeleton mapping file not found: {path}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path.name}, line {exc.lineno}: not valid JSON ({exc.msg})") from None
-    return validate_mapping(data, path.name)
+    return validate_mapping(read_json_file(path, f"Skeleton mapping file not found: {path}"), path.name)
 
 
 def resolve_mapping(names: list[str], mapping: str | dict[str, Any] = "auto") -> tuple[str, dict[str, Any]]:
