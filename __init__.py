@@ -9,7 +9,7 @@ does nothing else: no downloads, no logging configuration, no patching.
 
 from __future__ import annotations
 
-from .host import register_model_folders
+from .core.host import register_model_folders
 from .nodes import merge_mappings
 from .nodes.animegamer import decoder_nodes, mllm_nodes
 from .nodes.motion import comfy_nodes as motion_nodes

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .errors import GameAnimError, InputError, ModelFileError, NumericalError, UnsafePathError
-from .progress import Cancelled, CancelToken, ProgressFn
+from .core.errors import GameAnimError, InputError, ModelFileError, NumericalError, UnsafePathError
+from .core.progress import Cancelled, CancelToken, ProgressFn
 
 if TYPE_CHECKING:
     import torch
@@ -428,7 +428,7 @@ class MotionScope(NamedTuple):
 
 def _raft_for(method: str) -> Any:
     """The RAFT model a RAFT ``method`` needs, from the ``optical_flow`` model folder (never downloaded)."""
-    from .host import folder_paths_for
+    from .core.host import folder_paths_for
     from .nodes.motion.flow import cached_raft, find_raft_weights, resolve_method
 
     name = resolve_method(method)

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-_FORMAT_PATH = Path(__file__).resolve().parents[1] / "workflow_format.py"
+_FORMAT_PATH = Path(__file__).resolve().parents[1] / "core" / "workflow_format.py"
 _spec = importlib.util.spec_from_file_location("gameanim_workflow_format", _FORMAT_PATH)
 wf = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(wf)

@@ -16,7 +16,7 @@ from _pack import ROOT, import_pack
 
 def main(argv: list[str]) -> int:
     pack = import_pack()
-    from gameanim.workflow_format import api_to_ui, node_definitions, ui_to_api, validate_api
+    from gameanim.core.workflow_format import api_to_ui, node_definitions, ui_to_api, validate_api
 
     definitions = json.loads((ROOT / "tests" / "data" / "core_object_info.json").read_text(encoding="utf-8"))
     definitions.update(node_definitions(pack.NODE_CLASS_MAPPINGS, pack.NODE_DISPLAY_NAME_MAPPINGS))

@@ -12,9 +12,9 @@ import gameanim.nodes.animegamer.decoder_sampler as ds
 import pytest
 import torch
 from gameanim import api
-from gameanim.errors import InputError, ModelFileError
-from gameanim.progress import Cancelled, CancelToken
-from gameanim.weights import safetensors_metadata
+from gameanim.core.errors import InputError, ModelFileError
+from gameanim.core.progress import Cancelled, CancelToken
+from gameanim.core.weights import safetensors_metadata
 from safetensors.torch import load_file
 
 FIXTURE = Path(__file__).parent / "fixtures" / "animegamer_decoder"

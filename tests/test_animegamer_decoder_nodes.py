@@ -9,7 +9,7 @@ from pathlib import Path
 import gameanim
 import pytest
 import torch
-from gameanim.errors import InputError, ModelFileError, UnsafePathError
+from gameanim.core.errors import InputError, ModelFileError, UnsafePathError
 from gameanim.nodes.animegamer import decoder_nodes as dn
 from gameanim.nodes.animegamer.decoder_representation import read_representation, save_representation
 

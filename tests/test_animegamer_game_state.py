@@ -8,7 +8,7 @@ import pytest
 import torch
 from animegamer_mllm_support import FIXTURE, reference, tiny_config, tokenizer_dir
 from gameanim import api
-from gameanim.errors import InputError, ModelFileError
+from gameanim.core.errors import InputError, ModelFileError
 from gameanim.nodes.animegamer import game_state as gs
 
 

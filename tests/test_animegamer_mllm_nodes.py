@@ -7,11 +7,11 @@ import shutil
 import pytest
 import torch
 from animegamer_mllm_support import FIXTURE, reference, tokenizer_dir
-from gameanim.errors import InputError, ModelFileError, UnsafePathError
+from gameanim.core.errors import InputError, ModelFileError, UnsafePathError
+from gameanim.core.weights import read_state_dict
 from gameanim.nodes.animegamer import mllm_nodes as n
 from gameanim.nodes.animegamer.game_hud import draw_hud
 from gameanim.nodes.animegamer.game_state import Turn
-from gameanim.weights import read_state_dict
 
 
 @pytest.fixture()

@@ -11,9 +11,9 @@ import pytest
 import torch
 from animegamer_mllm_support import FIXTURE, reference, tiny_config, tokenizer_dir
 from gameanim import api
+from gameanim.core.weights import read_state_dict
 from gameanim.nodes.animegamer import mllm_step
 from gameanim.nodes.animegamer.mllm_tokenizer import build_prompt
-from gameanim.weights import read_state_dict
 
 TOL = 1e-4
 

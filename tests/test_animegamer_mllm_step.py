@@ -6,11 +6,11 @@ import pytest
 import torch
 from animegamer_mllm_support import FIXTURE, reference, tiny_config, tokenizer_dir
 from gameanim import api
-from gameanim.errors import InputError, ModelFileError
+from gameanim.core.errors import InputError, ModelFileError
+from gameanim.core.progress import Cancelled, CancelToken
+from gameanim.core.weights import read_state_dict
 from gameanim.nodes.animegamer import mllm_step
 from gameanim.nodes.animegamer.mllm_tokenizer import TokenIds
-from gameanim.progress import Cancelled, CancelToken
-from gameanim.weights import read_state_dict
 
 IDS = TokenIds(
     bos=1,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from animegamer_mllm_support import tokenizer_dir
-from gameanim.errors import InputError, ModelFileError
+from gameanim.core.errors import InputError, ModelFileError
 from gameanim.nodes.animegamer import mllm_tokenizer as mt
 
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from gameanim import host
-from gameanim.atomic import atomic_target, write_text_atomic
-from gameanim.errors import ModelFileError, UnsafePathError
-from gameanim.model_folders import MODEL_FOLDERS, describe_expected
-from gameanim.paths import confined, sanitize_relative
-from gameanim.progress import Cancelled, CancelToken, tracked
-from gameanim.weights import read_state_dict, safetensors_metadata, save_safetensors_atomic
+from gameanim.core import host
+from gameanim.core.atomic import atomic_target, write_text_atomic
+from gameanim.core.errors import ModelFileError, UnsafePathError
+from gameanim.core.model_folders import MODEL_FOLDERS, describe_expected
+from gameanim.core.paths import confined, sanitize_relative
+from gameanim.core.progress import Cancelled, CancelToken, tracked
+from gameanim.core.weights import read_state_dict, safetensors_metadata, save_safetensors_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 from gameanim import api
-from gameanim.errors import InputError, ModelFileError
+from gameanim.core.errors import InputError, ModelFileError
+from gameanim.core.progress import Cancelled, CancelToken
 from gameanim.nodes.motion.evaluate import level_metrics, parse_targets, split_clips
 from gameanim.nodes.motion.synthetic import moving_sprite_clip
-from gameanim.progress import Cancelled, CancelToken
 
 
 def small_clip(frames: int = 4, speed: float = 3.0) -> torch.Tensor:

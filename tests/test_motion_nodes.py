@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from gameanim.errors import InputError
+from gameanim.core.errors import InputError
 from gameanim.nodes.motion import comfy_nodes as nodes
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 from gameanim import api
-from gameanim.errors import InputError, NumericalError
+from gameanim.core.errors import InputError, NumericalError
 from gameanim.nodes.motion.synthetic import moving_sprite_clip
 
 SCALE_320x512 = scope_mod.reference_scale(320, 512)

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from gameanim.errors import InputError
+from gameanim.core.errors import InputError
 from gameanim.nodes.pose.bvh import forward_kinematics, parse_bvh, read_bvh
 from gameanim.nodes.pose.motion import load_motion, motion_from_dict, select_frames
 from gameanim.nodes.pose.render_motion import SAMPLE_RUN_CYCLE

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gameanim.nodes.pose.camera as cam_mod
 import numpy as np
 import pytest
-from gameanim.errors import InputError
+from gameanim.core.errors import InputError
 from gameanim.nodes.pose.motion import load_motion
 from gameanim.nodes.pose.pipeline import project_pose, render_capsule_maps, render_pose_maps
 from gameanim.nodes.pose.render import COLORS, capsule_maps, depth_image, normal_image

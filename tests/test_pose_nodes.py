@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from gameanim.errors import InputError, UnsafePathError
+from gameanim.core.errors import InputError, UnsafePathError
 from gameanim.nodes.pose import comfy_nodes as nodes
 from gameanim.nodes.pose.blender_worker import ENV_VAR, BlenderError, blender_executable, motion_from_rig
 

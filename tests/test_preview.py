@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from gameanim.errors import InputError
-from gameanim.preview import PREVIEW_KEY, animation_preview
+from gameanim.core.errors import InputError
+from gameanim.core.preview import PREVIEW_KEY, animation_preview
 from PIL import Image
 
 

@@ -7,7 +7,7 @@ import pytest
 import sprite_synth as synth
 import torch
 from gameanim import api
-from gameanim.errors import InputError, UnsafePathError
+from gameanim.core.errors import InputError, UnsafePathError
 from PIL import Image
 
 DURATIONS = [100, 80, 120, 60, 100]

@@ -10,7 +10,7 @@ import pytest
 import sprite_synth as synth
 import torch
 from gameanim import api
-from gameanim.errors import InputError
+from gameanim.core.errors import InputError
 
 KEYS = [(0.1, 0.8, 0.2), (1.0, 1.0, 1.0), (0.0, 0.0, 0.0), (0.2, 0.3, 0.9), (0.9, 0.3, 0.8)]
 

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from gameanim.errors import InputError, UnsafePathError
+from gameanim.core.errors import InputError, UnsafePathError
 from gameanim.nodes.sprite import comfy_nodes
 from PIL import Image
 

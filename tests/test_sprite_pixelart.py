@@ -8,7 +8,7 @@ import pytest
 import sprite_synth as synth
 import torch
 from gameanim import api
-from gameanim.errors import InputError
+from gameanim.core.errors import InputError
 
 
 def test_palette_parsers(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 import sprite_synth as synth
 import torch
 from gameanim import api
-from gameanim.errors import InputError, UnsafePathError
+from gameanim.core.errors import InputError, UnsafePathError
 
 
 def frames_rgba(t=5, h=40, w=30, seed=0):

@@ -6,7 +6,7 @@ import gameanim.nodes.vc2.comfy_nodes as vc2n
 import gameanim.trainers.comfy_nodes as tn
 import pytest
 import torch
-from gameanim.errors import InputError, UnsafePathError
+from gameanim.core.errors import InputError, UnsafePathError
 from safetensors.torch import save_file
 from vc2_helpers import tiny_full_checkpoint
 

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import torch
 from gameanim import api
-from gameanim.errors import InputError, ModelFileError
-from gameanim.progress import Cancelled
+from gameanim.core.errors import InputError, ModelFileError
+from gameanim.core.progress import Cancelled
+from gameanim.core.weights import safetensors_metadata
 from gameanim.trainers import datasets as ds
 from gameanim.trainers import loop
 from gameanim.trainers import lora as lora_mod
@@ -162,7 +163,7 @@ def test_gradient_checkpointing_gives_the_same_step(model, concept):
 def test_lora_file_roundtrip_strength_and_stacking(model, trained, tmp_path):
     run, _ = trained
     path = save_lora(run.lora_state(), tmp_path, "hero", run.metadata())
-    meta = json.loads(json.dumps(__import__("gameanim").weights.safetensors_metadata(path)))
+    meta = json.loads(json.dumps(safetensors_metadata(path)))
     assert meta["gameanim_key_format"] == lora_mod.KEY_FORMAT and meta["trigger"] == "gmhero"
     assert (
         meta["rank"] == "4" and meta["steps"] == "30" and meta["targets"] == "concept" and meta["dataset_size"] == "4"
@@ -299,7 +300,7 @@ def test_api_signatures_match_the_issue_contract():
 
 
 def test_api_cancel_keeps_a_checkpoint_and_saves_no_lora(model, tmp_path):
-    from gameanim.progress import CancelToken
+    from gameanim.core.progress import CancelToken
 
     data = tmp_path / "data"
     write_concept_folder(data, count=2)

@@ -8,7 +8,7 @@ import gameanim.nodes.vc2.comfy_nodes as cn
 import gameanim.nodes.vc2.prompts as prompts
 import pytest
 import torch
-from gameanim.errors import InputError, ModelFileError
+from gameanim.core.errors import InputError, ModelFileError
 from safetensors.torch import save_file
 from vc2_helpers import tiny_full_checkpoint
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 from gameanim import api
-from gameanim.errors import InputError, NumericalError
-from gameanim.progress import Cancelled, CancelToken
+from gameanim.core.errors import InputError, NumericalError
+from gameanim.core.progress import Cancelled, CancelToken
 from safetensors.torch import load_file
 from vc2_helpers import PARITY, TINY_WEIGHTS
 
@@ -201,7 +201,7 @@ def test_api_signatures_match_the_issue_contract():
 
 
 def test_config_override_reaches_the_architecture(ref):
-    from gameanim.errors import ModelFileError
+    from gameanim.core.errors import ModelFileError
 
     weights = load_file(TINY_WEIGHTS)
     model = api.load_vc2(weights, config={"norm_eps": 1e-2})

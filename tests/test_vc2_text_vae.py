@@ -6,7 +6,7 @@ import gameanim.nodes.vc2.text_encoder as te
 import pytest
 import torch
 from gameanim import api
-from gameanim.errors import InputError, ModelFileError
+from gameanim.core.errors import InputError, ModelFileError
 from safetensors.torch import load_file
 from vc2_helpers import TINY_WEIGHTS, manifest_state_dict
 

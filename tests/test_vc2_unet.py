@@ -6,7 +6,7 @@ import gameanim.nodes.vc2.checkpoint as ckpt
 import gameanim.nodes.vc2.unet as unet_mod
 import pytest
 import torch
-from gameanim.errors import ModelFileError
+from gameanim.core.errors import ModelFileError
 from safetensors.torch import load_file
 from vc2_helpers import PARITY, TINY_WEIGHTS, manifest_state_dict
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from gameanim.workflow_format import absolute_paths, is_api_format, is_ui_format, ui_to_api, validate_api
+from gameanim.core.workflow_format import absolute_paths, is_api_format, is_ui_format, ui_to_api, validate_api
 
 ROOT = Path(__file__).resolve().parents[1]
 UI = sorted((ROOT / "workflows").glob("*.json"))

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .. import host
-from ..errors import InputError
+from ..core import host
+from ..core.errors import InputError
+from ..core.paths import SAMPLE_DATA, confined
 from ..nodes.common import category, field
-from ..paths import SAMPLE_DATA, confined
 
 MODEL_TYPE = "VC2_MODEL"
 DATASET_TYPE = "GAMEANIM_TRAIN_DATASET"

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 IMAGE_EXTS = frozenset({".png", ".jpg", ".jpeg", ".webp", ".bmp"})
 VIDEO_EXTS = frozenset({".mp4", ".webm", ".mov", ".mkv", ".avi", ".gif"})

@@ -35,9 +35,9 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from ..atomic import atomic_target
-from ..errors import InputError, ModelFileError, NumericalError
-from ..progress import ProgressFn, no_progress
+from ..core.atomic import atomic_target
+from ..core.errors import InputError, ModelFileError, NumericalError
+from ..core.progress import ProgressFn, no_progress
 from . import lora as lora_mod
 from .datasets import TrainDataset, TrainItem
 

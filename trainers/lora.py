@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import InputError, ModelFileError
+from ..core.errors import InputError, ModelFileError
 
 ADAPTER = "gameanim"
 KEY_FORMAT = "gameanim-vc2-lora-v1"

@@ -16,9 +16,9 @@ from typing import Any
 
 import torch
 
-from ..errors import InputError, ModelFileError
-from ..paths import confined, sanitize_relative
-from ..weights import is_safetensors, read_state_dict, safetensors_metadata, save_safetensors_atomic
+from ..core.errors import InputError, ModelFileError
+from ..core.paths import confined, sanitize_relative
+from ..core.weights import is_safetensors, read_state_dict, safetensors_metadata, save_safetensors_atomic
 from . import lora as lora_mod
 
 MAX_SUFFIX = 10_000

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from ..progress import ProgressFn
+from ..core.progress import ProgressFn
 
 
 def preview_clip(

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ...errors import InputError
+from ...core.errors import InputError
 from .condition_encoder import ConditionEncoder
 
 COND_TOKENS = 226

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import host
-from ...errors import InputError
-from ...paths import confined, sanitize_relative
-from ...preview import animation_preview
+from ...core import host
+from ...core.errors import InputError
+from ...core.paths import confined, sanitize_relative
+from ...core.preview import animation_preview
 from ..common import category, field
 
 DECODER_TYPE = "ANIMEGAMER_DECODER"

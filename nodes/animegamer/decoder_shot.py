@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 
-from ...errors import InputError
-from ...progress import ProgressFn
+from ...core.errors import InputError
+from ...core.progress import ProgressFn
 from .decoder_sampler import flow_from_level, sample
 from .decoder_vae import decode_latents
 

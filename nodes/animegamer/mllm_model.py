@@ -20,8 +20,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from ...errors import InputError, ModelFileError
-from ...weights import read_state_dict
+from ...core.errors import InputError, ModelFileError
+from ...core.weights import read_state_dict
 from .mllm_tokenizer import VOCAB_SIZE, TokenIds, load_tokenizer
 
 logger = logging.getLogger("gameanim")

@@ -13,9 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ... import host
-from ...errors import InputError, ModelFileError
-from ...paths import confined
+from ...core import host
+from ...core.errors import InputError, ModelFileError
+from ...core.paths import confined
 from ..common import category, field
 
 MLLM_TYPE = "ANIMEGAMER_MLLM"

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ...errors import InputError, NumericalError
-from ...progress import ProgressFn, no_progress
+from ...core.errors import InputError, NumericalError
+from ...core.progress import ProgressFn, no_progress
 from .game_state import Game, Turn, updated_states
 from .mllm_model import AnimeGamerMLLM
 from .mllm_tokenizer import NUM_QUERY_TOKENS, STATE_TAGS, Prompt, TokenIds, build_prompt, check_instruction

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from ... import host
+from ...core import host
 from ..common import category, field
 from .evaluate import evaluate_scopes, parse_targets, split_clips
 from .flow import (

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import InputError
-from ...progress import ProgressFn, no_progress
+from ...core.errors import InputError
+from ...core.progress import ProgressFn, no_progress
 from .levels import DEFAULT_EDGES, LEVELS, check_edges, level_of
 
 

@@ -22,9 +22,9 @@ from typing import Any
 import cv2
 import numpy as np
 
-from ...errors import InputError, ModelFileError
-from ...progress import ProgressFn, no_progress
-from ...weights import read_state_dict
+from ...core.errors import InputError, ModelFileError
+from ...core.progress import ProgressFn, no_progress
+from ...core.weights import read_state_dict
 from .frames import clip_array, grey_uint8
 
 DIS_PRESETS = {

@@ -12,7 +12,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from ...errors import InputError, NumericalError
+from ...core.errors import InputError, NumericalError
 
 
 def _to_numpy(value: Any) -> np.ndarray:

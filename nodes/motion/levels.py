@@ -21,7 +21,7 @@ import bisect
 import math
 from collections.abc import Sequence
 
-from ...errors import InputError
+from ...core.errors import InputError
 
 DECODER_TABLES: dict[str, tuple[float, ...]] = {
     "inference_decoder": (0.5, 2.5, 10.0, 15.0, 40.0),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...progress import ProgressFn
+from ...core.progress import ProgressFn
 from .flow import DEFAULT_METHOD, FlowSettings, estimate_flow
 from .levels import DEFAULT_EDGES, level_of
 from .scope import DEFAULT_R, ScopeResult, scope_from_flow

@@ -30,7 +30,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from ...errors import InputError, NumericalError
+from ...core.errors import InputError, NumericalError
 from .frames import clip_array, flow_array, grey_uint8, pair_masks
 
 REFERENCE_SIZE = (480, 720)

@@ -13,7 +13,7 @@ import math
 import cv2
 import numpy as np
 
-from ...errors import InputError
+from ...core.errors import InputError
 
 BACKGROUNDS = ("plain", "textured")
 

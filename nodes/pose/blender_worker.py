@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError
-from ...progress import ProgressFn, no_progress
+from ...core.errors import InputError
+from ...core.progress import ProgressFn, no_progress
 from .motion import Motion, motion_from_dict, select_frames
 
 ENV_VAR = "GAMEANIM_BLENDER"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...errors import InputError
+from ...core.errors import InputError
 
 _AXES = {"x": 0, "y": 1, "z": 2}
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import InputError
+from ...core.errors import InputError
 from .skeleton import Pose3D
 
 PRESETS = ("front", "back", "side_left", "side_right", "three_quarter", "top")

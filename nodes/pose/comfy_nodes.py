@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ... import host
-from ...errors import InputError
-from ...paths import confined
-from ...preview import animation_preview
+from ...core import host
+from ...core.errors import InputError
+from ...core.paths import confined
+from ...core.preview import animation_preview
 from ..common import category, field
 from .blender_worker import RIG_SUFFIXES, motion_from_rig, render_rig_maps
 from .camera import PRESETS, PROJECTIONS
@@ -349,7 +349,7 @@ class SavePoseKeypoints:
         }
 
     def save(self, pose_keypoint: list, filename_prefix: str) -> dict[str, Any]:
-        from ...atomic import write_text_atomic
+        from ...core.atomic import write_text_atomic
 
         counter = 1
         while True:

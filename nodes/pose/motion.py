@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError
+from ...core.errors import InputError
 from .bvh import forward_kinematics, read_bvh, rest_pose
 
 MOTION_FORMAT = "gameanim-motion"

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...progress import ProgressFn, no_progress
+from ...core.progress import ProgressFn, no_progress
 from .camera import Camera
 from .render import CAPSULES, capsule_maps, depth_image, depth_shade, draw_hand, draw_openpose, normal_image
 from .skeleton import FACE_INDEX, Pose3D

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ...progress import ProgressFn
+from ...core.progress import ProgressFn
 from .camera import Camera, make_camera
 from .keypoints import pose_keypoint_frames
 from .motion import Motion, load_motion

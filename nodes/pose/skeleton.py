@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError
+from ...core.errors import InputError
 from .motion import Motion, read_json_file
 
 OPENPOSE_18 = (

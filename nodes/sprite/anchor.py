@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import gaussian_filter1d
 
-from ...errors import InputError
-from ...progress import ProgressFn, no_progress
+from ...core.errors import InputError
+from ...core.progress import ProgressFn, no_progress
 from .matte import check_alpha, check_frames
 from .options import ANCHORS
 from .options import STABILISE_MODES as MODES

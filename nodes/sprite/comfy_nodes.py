@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ... import host
-from ...errors import InputError
-from ...paths import SAMPLE_DATA, confined, sanitize_relative
-from ...preview import animation_preview
+from ...core import host
+from ...core.errors import InputError
+from ...core.paths import SAMPLE_DATA, confined, sanitize_relative
+from ...core.preview import animation_preview
 from ..common import category, field
 from .options import ANCHORS, EXPORT_FORMATS, GODOT_CHOICES, LAYOUTS, PALETTE_METHODS, TIMING_OPS
 from .options import STABILISE_MODES as MODES

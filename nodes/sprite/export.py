@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from ...atomic import atomic_target
-from ...errors import InputError
-from ...paths import confined
-from ...progress import ProgressFn, no_progress
+from ...core.atomic import atomic_target
+from ...core.errors import InputError
+from ...core.paths import confined
+from ...core.progress import ProgressFn, no_progress
 
 FORMATS = {"gif": ".gif", "apng": ".png", "webp": ".webp", "png_sequence": ""}
 

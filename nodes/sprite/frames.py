@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError
+from ...core.errors import InputError
 
 
 def to_numpy(x: Any, name: str = "input") -> np.ndarray:

@@ -7,9 +7,9 @@ import os
 import numpy as np
 from PIL import Image
 
-from ...errors import InputError
-from ...paths import confined
-from ...progress import ProgressFn, no_progress
+from ...core.errors import InputError
+from ...core.paths import confined
+from ...core.progress import ProgressFn, no_progress
 
 EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from ...errors import InputError
-from ...progress import ProgressFn, no_progress
+from ...core.errors import InputError
+from ...core.progress import ProgressFn, no_progress
 
 logger = logging.getLogger("gameanim.sprite")
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError
-from ...progress import ProgressFn
+from ...core.errors import InputError
+from ...core.progress import ProgressFn
 from . import anchor, export, matte, pixelart, sheet, timing
 from .frames import split_image, to_numpy, to_tensor
 
@@ -86,8 +86,8 @@ def write_sheet(
     built: sheet.Sheet, directory: str | os.PathLike[str], name: str, formats: tuple[str, ...]
 ) -> list[Path]:
     """Save the sheet PNG and one atlas file per format under ``directory`` (names confined)."""
-    from ...atomic import write_text_atomic
-    from ...paths import confined, sanitize_relative
+    from ...core.atomic import write_text_atomic
+    from ...core.paths import confined, sanitize_relative
 
     rel = sanitize_relative(name)
     png = export.save_png(built.rgba, directory, rel)

@@ -14,8 +14,8 @@ import cv2
 import numpy as np
 from PIL import Image
 
-from ...errors import InputError
-from ...progress import ProgressFn, no_progress
+from ...core.errors import InputError
+from ...core.progress import ProgressFn, no_progress
 from .matte import to_lab
 from .options import PALETTE_METHODS
 

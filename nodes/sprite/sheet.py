@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import InputError
-from ...progress import ProgressFn, no_progress
+from ...core.errors import InputError
+from ...core.progress import ProgressFn, no_progress
 from .options import ATLAS_FORMATS, LAYOUTS
 
 APP_URL = "https://github.com/gameanim/gameanim"

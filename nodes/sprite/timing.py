@@ -11,7 +11,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from ...errors import InputError
+from ...core.errors import InputError
 
 
 def _check_count(n: int, what: str = "frame count") -> None:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...errors import ModelFileError
-from ...weights import is_safetensors, read_state_dict, safetensors_shapes
+from ...core.errors import ModelFileError
+from ...core.weights import is_safetensors, read_state_dict, safetensors_shapes
 
 UNET_PREFIX = "model.diffusion_model."
 VAE_PREFIX = "first_stage_model."

@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ... import host
-from ...errors import InputError, ModelFileError
-from ...preview import animation_preview
+from ...core import host
+from ...core.errors import InputError, ModelFileError
+from ...core.preview import animation_preview
 from ..common import category, field
 
 logger = logging.getLogger("gameanim")

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from ...errors import InputError, NumericalError
-from ...progress import ProgressFn, no_progress
+from ...core.errors import InputError, NumericalError
+from ...core.progress import ProgressFn, no_progress
 from .schedule import Schedule, ddim_timesteps
 
 EpsFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]

@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
-from ...errors import InputError, ModelFileError
-from ...progress import ProgressFn
+from ...core.errors import InputError, ModelFileError
+from ...core.progress import ProgressFn
 from .checkpoint import read_vc2
 from .ddim import ddim_sample, q_sample
 from .schedule import Schedule, ddim_timesteps, schedule_from_buffers

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...errors import InputError
+from ...core.errors import InputError
 from .text_encoder import CONTEXT_LENGTH, token_report
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ...errors import InputError
+from ...core.errors import InputError
 
 NUM_TRAIN_TIMESTEPS = 1000
 LINEAR_START = 0.00085

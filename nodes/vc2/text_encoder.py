@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ...errors import InputError, ModelFileError
+from ...core.errors import InputError, ModelFileError
 
 HEAD_WIDTH = 64  # OpenCLIP text towers use 64-wide heads (ViT-H-14: 1024 / 16)
 CONTEXT_LENGTH = 77

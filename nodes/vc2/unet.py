@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ...errors import InputError, ModelFileError
+from ...core.errors import InputError, ModelFileError
 
 NORM_GROUPS = 32
 INIT_ATTN_HEADS = 8  # VC2 and diffusers both build the initial temporal attention with 8 heads

@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 
-from ...errors import InputError, ModelFileError
-from ...progress import ProgressFn, no_progress
+from ...core.errors import InputError, ModelFileError
+from ...core.progress import ProgressFn, no_progress
 
 SCALE_FACTOR = 0.18215
 

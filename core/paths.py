@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from .errors import UnsafePathError
 
 _BAD_CHARS = re.compile(r'[\x00-\x1f<>:"|?*]')
-SAMPLE_DATA = Path(__file__).resolve().parent / "sample_data"
+SAMPLE_DATA = Path(__file__).resolve().parents[1] / "sample_data"
 """Small data shipped with the pack for the example workflows (frames, a training dataset)."""
 
 
