@@ -1,7 +1,7 @@
 """Benchmark of the AnimeGamer MLLM step on the CPU (not part of the test suite).
 
-Run: ``python bench/animegamer_mllm.py [--tokens 200] [--real-tokens 20]``.  Needs AnimeGamer's tokenizer
-(``$GAMEANIM_ANIMEGAMER_TOKENIZER`` or ``../shared/reference/animegamer_tokenizer``).  Two random-weight
+Run: ``python bench/animegamer_mllm.py [--tokens 200] [--real-tokens 20]``.  Uses AnimeGamer's tokenizer
+committed under ``tests/data/animegamer_tokenizer``.  Two random-weight
 models of the real architecture: a tiny one (hidden 16, 2 layers) and the real width (hidden 4096,
 14336 MLP, 32/8 heads, vocabulary 32284, resamplers 1920) with 2 layers instead of 32.
 
@@ -112,12 +112,9 @@ def main() -> None:
     parser.add_argument("--real-tokens", type=int, default=20, help="new tokens at the real width (slow on CPU)")
     args = parser.parse_args()
     import_pack()
-    from animegamer_mllm_support import tokenizer_candidates
+    from animegamer_mllm_support import tokenizer_dir as committed_tokenizer
 
-    tokenizer_dir = next((p for p in tokenizer_candidates() if (p / "tokenizer.model").is_file()), None)
-    if tokenizer_dir is None:
-        print("AnimeGamer's tokenizer is absent: set GAMEANIM_ANIMEGAMER_TOKENIZER to its folder.")
-        raise SystemExit(2)
+    tokenizer_dir = committed_tokenizer()
     torch.set_num_threads(2)
     run("tiny", TINY, 24, args.tokens, tokenizer_dir)
     run("real width, 2 layers", REAL_WIDTH, 1920, args.real_tokens, tokenizer_dir)

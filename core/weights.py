@@ -16,7 +16,8 @@ import os
 import pickle
 import struct
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from .atomic import atomic_target
 from .errors import ModelFileError
 
 KeyFilter = Callable[[str], bool]
+WEIGHT_FILE = "Expected a PyTorch checkpoint (.ckpt/.pt/.bin written by torch.save) or a .safetensors file."
 
 
 def _is_safetensors(path: Path) -> bool:
@@ -67,7 +69,12 @@ def _load_with_opaque_objects(path: Path, use_mmap: bool) -> Any:
         return torch.load(path, map_location="cpu", weights_only=True, mmap=use_mmap)
 
 
-def _torch_load(path: Path, opaque_objects: bool = False) -> Any:
+def _torch_load(path: Path, opaque_objects: bool = False, expected: str = WEIGHT_FILE) -> Any:
+    """``torch.load`` that turns every way a file can be unreadable into a :class:`ModelFileError`.
+
+    The unpickler raises whatever the bytes provoke (``KeyError`` for a text file, ``UnpicklingError``,
+    ``EOFError``, zip errors, ...), so any exception means "not a checkpoint we can read".
+    """
     import torch
 
     use_mmap = zipfile.is_zipfile(path)
@@ -75,23 +82,33 @@ def _torch_load(path: Path, opaque_objects: bool = False) -> Any:
         try:
             return torch.load(path, map_location="cpu", weights_only=True, mmap=use_mmap)
         except pickle.UnpicklingError as first:
-            if not opaque_objects or "Weights only load failed" not in str(first) or not use_mmap:
+            if not opaque_objects or "Unsupported global" not in str(first) or not use_mmap:
                 raise
             return _load_with_opaque_objects(path, use_mmap)
-    except (RuntimeError, EOFError, zipfile.BadZipFile, pickle.UnpicklingError, OSError) as exc:
+    except Exception as exc:  # noqa: BLE001 - the unpickler's exception type depends on the bytes
         text = str(exc)
-        if "Weights only load failed" in text:
+        if "Unsupported global" in text:
             raise ModelFileError(
                 f"{_describe(path)} contains Python objects other than tensors, so it was not opened "
                 "(loading it could run code from the file). Convert it to .safetensors, or re-save only its state dict."
             ) from exc
+        first_line = text.splitlines()[0] if text.strip() else type(exc).__name__
         raise ModelFileError(
-            f"{_describe(path)} could not be read as a PyTorch checkpoint: it looks truncated or corrupt "
-            f"({text.splitlines()[0] if text else type(exc).__name__}). Download or copy it again."
+            f"{_describe(path)} could not be read as a PyTorch checkpoint: it looks truncated or corrupt, or is not a "
+            f"checkpoint at all ({type(exc).__name__}: {first_line}). {expected} Download or copy it again."
         ) from exc
 
 
-def _find_tensor_mapping(obj: Any) -> Mapping[str, Any]:
+def _existing_file(path: str | os.PathLike[str], expected: str) -> Path:
+    file = Path(path)
+    if not file.is_file():
+        raise ModelFileError(f"{file} does not exist or is not a file. {expected}")
+    if file.stat().st_size == 0:
+        raise ModelFileError(f"{file} is empty (0 bytes): the download or copy did not finish. {expected}")
+    return file
+
+
+def _find_tensor_mapping(obj: Any, file: Path, expected: str) -> Mapping[str, Any]:
     """The tensor dict inside a checkpoint: the object itself, or its ``state_dict``/``module``/``model``."""
     import torch
 
@@ -102,11 +119,16 @@ def _find_tensor_mapping(obj: Any) -> Mapping[str, Any]:
                 return inner
         if any(isinstance(v, torch.Tensor) for v in obj.values()):
             return obj
-    raise ModelFileError("The checkpoint holds no tensor dictionary (no 'state_dict' and no tensors at top level).")
+    raise ModelFileError(
+        f"{_describe(file)} holds no tensor dictionary (no 'state_dict' and no tensors at top level). {expected}"
+    )
 
 
 def read_state_dict(
-    path: str | os.PathLike[str], select: KeyFilter | None = None, opaque_objects: bool = False
+    path: str | os.PathLike[str],
+    select: KeyFilter | None = None,
+    opaque_objects: bool = False,
+    expected: str = WEIGHT_FILE,
 ) -> dict[str, Any]:
     """All tensors of a weight file (optionally only keys where ``select(key)`` is true), on the CPU.
 
@@ -114,44 +136,40 @@ def read_state_dict(
     unselected entries (optimizer state, EMA copies) are never touched.  Pickles holding other Python
     objects are refused unless ``opaque_objects`` is set: then (for known training-checkpoint formats)
     those objects are rebuilt as inert stand-ins without importing their classes, and ignored.
+    Any unreadable file raises :class:`ModelFileError` naming the file and ``expected`` (what the caller wanted).
     """
-    file = Path(path)
-    if not file.is_file():
-        raise ModelFileError(f"{file} does not exist or is not a file.")
-    if file.stat().st_size == 0:
-        raise ModelFileError(f"{file} is empty (0 bytes): the download or copy did not finish.")
+    file = _existing_file(path, expected)
     if _is_safetensors(file):
-        return _read_safetensors(file, select)
-    mapping = _find_tensor_mapping(_torch_load(file, opaque_objects))
+        return _read_safetensors(file, select, expected)
+    mapping = _find_tensor_mapping(_torch_load(file, opaque_objects, expected), file, expected)
     return {k: v for k, v in mapping.items() if select is None or select(k)}
 
 
-def _read_safetensors(path: Path, select: KeyFilter | None) -> dict[str, Any]:
-    from safetensors import SafetensorError, safe_open
+def _read_safetensors(path: Path, select: KeyFilter | None, expected: str = WEIGHT_FILE) -> dict[str, Any]:
+    from safetensors import safe_open
 
-    try:
+    with _safetensors_errors(path, expected):
         with safe_open(str(path), framework="pt", device="cpu") as handle:
             return {k: handle.get_tensor(k) for k in handle.keys() if select is None or select(k)}
-    except (SafetensorError, OSError, ValueError) as exc:
-        raise ModelFileError(f"{_describe(path)} is not a readable .safetensors file ({exc}).") from exc
 
 
-def _safetensors_header(file: Path) -> dict[str, Any]:
-    """The JSON header of a safetensors file (tensor names, dtypes, shapes, ``__metadata__``), no tensor data."""
-    if not _is_safetensors(file):
-        raise ModelFileError(f"{_describe(file)} is not a .safetensors file.")
-    with open(file, "rb") as handle:
-        (header_len,) = struct.unpack("<Q", handle.read(8))
-        raw = handle.read(header_len)
+@contextmanager
+def _safetensors_errors(path: Path, expected: str) -> Iterator[None]:
+    from safetensors import SafetensorError
+
     try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ModelFileError(f"{_describe(file)} has a corrupt safetensors header.") from exc
+        yield
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise ModelFileError(f"{_describe(path)} is not a readable .safetensors file ({exc}). {expected}") from exc
 
 
 def safetensors_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The ``__metadata__`` of a safetensors header (empty dict when there is none)."""
-    return dict(_safetensors_header(Path(path)).get("__metadata__", {}))
+    """The ``__metadata__`` of a safetensors header (empty dict when there is none), no tensor data read."""
+    from safetensors import safe_open
+
+    file = _existing_file(path, WEIGHT_FILE)
+    with _safetensors_errors(file, WEIGHT_FILE), safe_open(str(file), framework="pt") as handle:
+        return dict(handle.metadata() or {})
 
 
 def save_safetensors_atomic(
@@ -176,18 +194,16 @@ def read_torch_object(path: str | os.PathLike[str]) -> Any:
     For files that are not plain tensor dicts (e.g. AnimeGamer's ``mllm-output.pt``, turn -> [tensor, text, list]);
     the same truncated/unsafe-file errors as :func:`read_state_dict`.
     """
-    file = Path(path)
-    if not file.is_file():
-        raise ModelFileError(f"{file} does not exist or is not a file.")
-    if file.stat().st_size == 0:
-        raise ModelFileError(f"{file} is empty (0 bytes): the download or copy did not finish.")
-    return _torch_load(file)
+    return _torch_load(_existing_file(path, WEIGHT_FILE))
 
 
-def safetensors_shapes(path: str | os.PathLike[str]) -> dict[str, tuple[int, ...]]:
+def safetensors_shapes(path: str | os.PathLike[str], expected: str = WEIGHT_FILE) -> dict[str, tuple[int, ...]]:
     """Every tensor name and shape of a safetensors file, read from its header only (no tensor data)."""
-    header = _safetensors_header(Path(path))
-    return {k: tuple(v["shape"]) for k, v in header.items() if k != "__metadata__"}
+    from safetensors import safe_open
+
+    file = _existing_file(path, expected)
+    with _safetensors_errors(file, expected), safe_open(str(file), framework="pt") as handle:
+        return {k: tuple(handle.get_slice(k).get_shape()) for k in handle.keys()}
 
 
 def is_safetensors(path: str | os.PathLike[str]) -> bool:

@@ -15,6 +15,7 @@ from gameanim import api
 from gameanim.core.errors import InputError, ModelFileError
 from gameanim.core.progress import Cancelled, CancelToken
 from gameanim.core.weights import safetensors_metadata
+from gameanim.nodes.motion.levels import released_flow
 from safetensors.torch import load_file
 
 FIXTURE = Path(__file__).parent / "fixtures" / "animegamer_decoder"
@@ -90,8 +91,8 @@ def test_released_dynamic_cfg_schedule():
 
 
 def test_flow_tables():
-    assert [ds.flow_from_level(level) for level in (1, 2, 3, 4, 5, 0)] == [0.5, 2.5, 10.0, 15.0, 40.0, 40.0]
-    assert ds.flow_from_level(4, "app") == 20.0
+    assert [released_flow(level) for level in (1, 2, 3, 4, 5, 0)] == [0.5, 2.5, 10.0, 15.0, 40.0, 40.0]
+    assert released_flow(4, "app") == 20.0
 
 
 # ----------------------------------------------------------------------------- layout and conversion

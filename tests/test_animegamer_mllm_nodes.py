@@ -118,7 +118,6 @@ def test_loader_and_step_nodes(model_dirs, base_dir):
 def test_loader_node_with_base_folder_matches_the_original(base_dir):
     from integration.animegamer_mllm_models import write_tiny_animegamer_mllm
 
-    tokenizer_dir()
     ref = reference()
     write_tiny_animegamer_mllm(base_dir / "models", base_dir / "input")
     spec = n.AnimeGamerMLLMLoader.INPUT_TYPES()["required"]

@@ -11,6 +11,7 @@ from gameanim.core.progress import Cancelled, CancelToken
 from gameanim.core.weights import read_state_dict
 from gameanim.nodes.animegamer import mllm_step
 from gameanim.nodes.animegamer.mllm_tokenizer import TokenIds
+from gameanim.nodes.motion.levels import released_flow
 
 IDS = TokenIds(
     bos=1,
@@ -65,8 +66,8 @@ def test_text_ids_drop_frame_blocks_as_released():
 
 
 def test_flow_tables():
-    assert [mllm_step.flow_for_level(level) for level in range(6)] == [40.0, 0.5, 2.5, 10.0, 15.0, 40.0]
-    assert [mllm_step.flow_for_level(level, "app") for level in range(1, 6)] == [0.5, 1.0, 5.0, 20.0, 40.0]
+    assert [released_flow(level) for level in range(6)] == [40.0, 0.5, 2.5, 10.0, 15.0, 40.0]
+    assert [released_flow(level, "app") for level in range(1, 6)] == [0.5, 1.0, 5.0, 20.0, 40.0]
 
 
 def test_mask_is_causal_with_one_open_block():

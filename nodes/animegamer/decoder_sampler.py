@@ -33,20 +33,6 @@ CFG_MODES = ("released", "intended", "constant")
 NUM_TRAIN_STEPS = 1000
 ModelFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
-# AnimeGamer's motion level -> flow scalar tables (§1.5 of the reference notes).
-FLOW_TABLES = {
-    "inference_Decoder": {1: 0.5, 2: 2.5, 3: 10.0, 4: 15.0},
-    "app": {1: 0.5, 2: 1.0, 3: 5.0, 4: 20.0},
-}
-FLOW_DEFAULT = 40.0
-
-
-def flow_from_level(level: int, table: str = "inference_Decoder") -> float:
-    """The decoder's motion-scope scalar for a motion level 1-5 (any other level gives 40, as released)."""
-    if table not in FLOW_TABLES:
-        raise InputError(f"Unknown flow table '{table}'; choose one of {sorted(FLOW_TABLES)}.")
-    return FLOW_TABLES[table].get(int(level), FLOW_DEFAULT)
-
 
 def _shifted_alphas_cumprod(shift: float) -> np.ndarray:
     betas = torch.linspace(0.00085**0.5, 0.012**0.5, NUM_TRAIN_STEPS, dtype=torch.float64) ** 2

@@ -13,7 +13,8 @@ import torch
 
 from ...core.errors import InputError
 from ...core.progress import ProgressFn
-from .decoder_sampler import flow_from_level, sample
+from ..motion.levels import DEFAULT_TABLE, released_flow
+from .decoder_sampler import sample
 from .decoder_vae import decode_latents
 
 VAE_SPATIAL = 8
@@ -53,7 +54,7 @@ def decode_shot(
     vae: Any = None,
     motion_level: int | None = 3,
     flow: float | None = None,
-    flow_table: str = "inference_Decoder",
+    flow_table: str = DEFAULT_TABLE,
     steps: int = 50,
     cfg_mode: str = "released",
     cfg: float = 6.0,
@@ -74,9 +75,7 @@ def decode_shot(
         representation = representation.unsqueeze(0)
     decoder.check_tokens(representation)
     scope = (
-        float(flow)
-        if flow is not None
-        else flow_from_level(motion_level if motion_level is not None else 5, flow_table)
+        float(flow) if flow is not None else released_flow(motion_level if motion_level is not None else 5, flow_table)
     )
     shape = latent_shape(decoder, num_frames, height, width)
     total = steps + (representation.shape[0] if vae is not None else 0)

@@ -121,13 +121,20 @@ def _check_base_folder(base: str | os.PathLike[str]) -> Path:
 
 
 def _base_model(state: Mapping[str, torch.Tensor], base: Any, config: Mapping[str, Any] | None, dtype: torch.dtype):
+    from safetensors import SafetensorError
     from transformers import MistralConfig, MistralForCausalLM
 
     overrides = dict(config or {})
     overrides.pop("dtype", None)
     if base is not None:
         folder = _check_base_folder(base)
-        model = MistralForCausalLM.from_pretrained(str(folder), dtype=dtype, **overrides)
+        try:
+            model = MistralForCausalLM.from_pretrained(str(folder), dtype=dtype, **overrides)
+        except (OSError, ValueError, KeyError, RuntimeError, SafetensorError) as exc:
+            raise ModelFileError(
+                f"The Mistral base model in {folder} could not be read ({type(exc).__name__}: {exc}). Expected "
+                f"mistralai/Mistral-7B-Instruct-v0.1 ({', '.join(BASE_FILES)})."
+            ) from exc
     else:
         if not any(k.endswith("base_layer.weight") for k in state):
             raise ModelFileError(

@@ -23,25 +23,13 @@ import torch
 
 from ...core.errors import InputError, NumericalError
 from ...core.progress import ProgressFn, no_progress
+from ..motion.levels import released_flow
 from .game_state import Game, Turn, updated_states
 from .mllm_model import AnimeGamerMLLM
 from .mllm_tokenizer import NUM_QUERY_TOKENS, STATE_TAGS, Prompt, TokenIds, build_prompt, check_instruction
 
 NUM_VID_GEN_TOKENS = 100
 STRENGTH_PATTERN = re.compile(r"<(ML|SC|ET|ST)>\s*<Strength_(-?\d+)>")
-
-# Motion level -> the decoder's flow scalar.  ``inference_Decoder.py`` (the one fed with ML) and
-# ``app.py`` disagree; any other level (5, or 0 after a failed parse) maps to 40 in both.
-FLOW_TABLES: dict[str, dict[int, float]] = {
-    "inference_Decoder": {1: 0.5, 2: 2.5, 3: 10.0, 4: 15.0},
-    "app": {1: 0.5, 2: 1.0, 3: 5.0, 4: 20.0},
-}
-FLOW_DEFAULT = 40.0
-
-
-def flow_for_level(level: int, table: str = "inference_Decoder") -> float:
-    """The decoder flow scalar for a motion level (released tables, default ``inference_Decoder.py``)."""
-    return FLOW_TABLES[table].get(int(level), FLOW_DEFAULT)
 
 
 class ReleasedFrameProcessor:
@@ -227,7 +215,7 @@ def game_step(
         strengths=parsed.values,
         parse_complete=parsed.complete,
         level=level,
-        flow=flow_for_level(level),
+        flow=released_flow(level),
         deltas=(social, entertainment, stamina),
         states=states,
         prompt_length=len(prompt.ids),

@@ -100,7 +100,13 @@ def load_tokenizer(folder: str | os.PathLike[str]) -> tuple[Any, TokenIds]:
         )
     from transformers import LlamaTokenizer
 
-    tokenizer = LlamaTokenizer.from_pretrained(str(path), legacy=False)
+    try:
+        tokenizer = LlamaTokenizer.from_pretrained(str(path), legacy=False)
+    except Exception as exc:  # noqa: BLE001 - sentencepiece/transformers raise many types for a damaged folder
+        raise ModelFileError(
+            f"AnimeGamer's tokenizer in {path} could not be read ({type(exc).__name__}: {exc}). Expected the "
+            f"sentencepiece tokenizer.model and {', '.join(TOKENIZER_FILES)} from MLLM/VisualAR/animegamer_tokenizer."
+        ) from exc
     return tokenizer, validate_tokenizer(tokenizer, source=str(path))
 
 

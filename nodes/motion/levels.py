@@ -70,3 +70,15 @@ def decoder_value(level: int, table: str = DEFAULT_TABLE) -> float:
     if int(level) != level or not 1 <= level <= LEVELS:
         raise InputError(f"A motion level is an integer from 1 to {LEVELS}; got {level}.")
     return DECODER_TABLES[table][int(level) - 1]
+
+
+def released_flow(level: int, table: str = DEFAULT_TABLE) -> float:
+    """The flow AnimeGamer's released scripts feed the decoder for an MLLM-predicted ``level``.
+
+    Unlike :func:`decoder_value` this never refuses a level: the scripts map anything that is not
+    1-4 (level 5, or 0 after the MLLM produced no parsable level) to the last entry (40).
+    """
+    if table not in DECODER_TABLES:
+        raise InputError(f"Unknown decoder table {table!r}; choose one of {', '.join(DECODER_TABLES)}.")
+    values = DECODER_TABLES[table]
+    return values[int(level) - 1] if 1 <= int(level) < LEVELS else values[-1]

@@ -157,10 +157,10 @@ def read_vc2(source: str | os.PathLike[str] | Mapping[str, Any]) -> VC2Parts:
     if not path.is_file():
         raise ModelFileError(f"{path} does not exist or is not a file. {EXPECTED}")
     if path.stat().st_size > 0 and is_safetensors(path):
-        prefix = check_vc2(safetensors_shapes(path), str(path))
-        tensors = read_state_dict(path, select=_wanted(prefix))
+        prefix = check_vc2(safetensors_shapes(path, EXPECTED), str(path))
+        tensors = read_state_dict(path, select=_wanted(prefix), expected=EXPECTED)
     else:
-        everything = read_state_dict(path, opaque_objects=True)
+        everything = read_state_dict(path, opaque_objects=True, expected=EXPECTED)
         prefix = check_vc2({k: tuple(v.shape) for k, v in everything.items() if hasattr(v, "shape")}, str(path))
         tensors = {k: v for k, v in everything.items() if _wanted(prefix)(k)}
     kind = (

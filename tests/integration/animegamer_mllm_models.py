@@ -3,7 +3,7 @@
 ``models/LLM/Mistral-7B-Instruct-v0.1/`` gets a tiny Mistral (config.json + model.safetensors) with
 the parity fixture's frozen weights; ``models/animegamer/MLLM-Qiqi/pytorch_model.bin`` gets only the
 fine-tuned tensors (LoRA, saved norms, embeddings, lm_head, resamplers) in the released key layout;
-the tokenizer folder is AnimeGamer's real one, copied when it is available.
+the tokenizer folder is AnimeGamer's real one (committed under ``tests/data``).
 """
 
 from __future__ import annotations
@@ -13,13 +13,8 @@ import shutil
 from pathlib import Path
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "animegamer_mllm"
+TOKENIZER = Path(__file__).resolve().parents[1] / "data" / "animegamer_tokenizer"
 PREFIX = "llm.base_model.model."
-
-
-def tokenizer_source() -> Path | None:
-    from animegamer_mllm_support import tokenizer_candidates
-
-    return next((p for p in tokenizer_candidates() if (p / "tokenizer.model").is_file()), None)
 
 
 def write_tiny_animegamer_mllm(models_dir: Path, input_dir: Path, width: int | None = None) -> None:
@@ -56,6 +51,4 @@ def write_tiny_animegamer_mllm(models_dir: Path, input_dir: Path, width: int | N
     mllm.mkdir(parents=True, exist_ok=True)
     trained = {k: v for k, v in state.items() if not any(f in k for f in frozen)}
     torch.save(trained, mllm / "pytorch_model.bin")
-    source = tokenizer_source()
-    if source is not None:
-        shutil.copytree(source, models_dir / "animegamer" / "animegamer_tokenizer", dirs_exist_ok=True)
+    shutil.copytree(TOKENIZER, models_dir / "animegamer" / "animegamer_tokenizer", dirs_exist_ok=True)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .animegamer_mllm_models import tokenizer_source, write_tiny_animegamer_mllm
+from .animegamer_mllm_models import write_tiny_animegamer_mllm
 
 
 def _animegamer_turn(models_dir: Path, input_dir: Path) -> None:
@@ -53,9 +53,7 @@ WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None] | str] = {
     "vc2_sprite_t2v": _vc2_tiny,
     "vc2_action_set": _vc2_tiny,
     "animegamer_decode": _animegamer_decode,
-    "animegamer_turn": _animegamer_turn
-    if tokenizer_source() is not None
-    else "AnimeGamer's tokenizer files (../shared/reference/animegamer_tokenizer or $GAMEANIM_ANIMEGAMER_TOKENIZER) are absent",
+    "animegamer_turn": _animegamer_turn,
     "vc2_train_concept_lora": _vc2_tiny,
 }
 
