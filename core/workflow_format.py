@@ -6,8 +6,13 @@ converter, so the headless client and our workflow tests need one.  Conversion f
 frontend's rules (frontend 1.27): widgets are the inputs whose type is a primitive or a combo,
 in ``required`` then ``optional`` order; an INT/COMBO widget with ``control_after_generate`` (or
 named ``seed``/``noise_seed``) is followed by one extra frontend-only value; links into a widget
-override its value; muted nodes (mode 2) are dropped; bypassed nodes (mode 4) pass their first
-input of a matching type through; ``Reroute`` and ``PrimitiveNode`` are resolved away.
+override its value; missing widget values (files saved before a node gained an input) take the
+input's default; muted nodes (mode 2) are dropped with every link to them; bypassed nodes (mode 4)
+pass an input of the output's type through; ``Reroute`` and ``PrimitiveNode`` are resolved away;
+subgraphs (``definitions.subgraphs``, nested too) expand into nodes with execution ids
+``"<instance>:<node>"``, their inputs and outputs joined to the outer links, and widgets promoted to
+a subgraph take the instance's values.  ``tests/integration/test_frontend_conversion.py`` checks all
+of this against the real frontend's ``app.graphToPrompt()`` on frontend-saved workflows.
 
 Node definitions use the ``/object_info`` layout, so the same code works against a live server's
 answer or the offline snapshot built from our own classes by :func:`node_definitions`.
@@ -133,74 +138,211 @@ def is_api_format(data: Any) -> bool:
     )
 
 
-class _UiGraph:
-    def __init__(self, ui: Mapping[str, Any]):
-        self.nodes = {str(n["id"]): n for n in ui["nodes"]}
-        self.links: dict[int, tuple[str, int, str, int, str]] = {}
-        for link in ui["links"]:
-            link_id, src, src_slot, dst, dst_slot, kind = link[:6]
-            self.links[int(link_id)] = (str(src), int(src_slot), str(dst), int(dst_slot), kind)
-
-    def source_of(self, link_id: int | None, seen: frozenset[str] = frozenset()) -> tuple[str, int] | Any | None:
-        """Follow a link through reroutes, bypassed nodes and primitives to a real output or a value."""
-        if link_id is None or int(link_id) not in self.links:
-            return None
-        src, slot, _dst, _dslot, kind = self.links[int(link_id)]
-        if src in seen:
-            raise WorkflowError(f"Link cycle through node {src}.")
-        node = self.nodes.get(src)
-        if node is None:
-            raise WorkflowError(f"Link {link_id} starts at node {src}, which is not in the workflow.")
-        mode = node.get("mode", 0)
-        if node["type"] == "Reroute" or mode == BYPASSED:
-            for inp in node.get("inputs", []):
-                if node["type"] == "Reroute" or inp.get("type") in (kind, "*"):
-                    return self.source_of(inp.get("link"), seen | {src})
-            return None
-        if node["type"] == "PrimitiveNode":
-            return _Value(node.get("widgets_values", [None])[0])
-        if mode == MUTED:
-            return None
-        return (src, slot)
+SUBGRAPH_INPUT, SUBGRAPH_OUTPUT = -10, -20
+Link = tuple[str, int, str, int, Any]
 
 
 class _Value:
+    """A constant reaching an input through a primitive node or a widget promoted to a subgraph."""
+
     def __init__(self, value: Any):
         self.value = value
 
 
-def ui_to_api(ui: Mapping[str, Any], definitions: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Convert a UI workflow to the API prompt ComfyUI's frontend would queue for it."""
-    graph = _UiGraph(ui)
-    prompt: dict[str, dict[str, Any]] = {}
-    for node_id in sorted(graph.nodes, key=lambda k: (len(k), k)):
-        node = graph.nodes[node_id]
-        kind = node["type"]
-        if kind in FRONTEND_ONLY_NODES or node.get("mode", 0) in (MUTED, BYPASSED):
+Source = tuple[str, int] | _Value | None
+
+
+def _link_table(raw: list[Any]) -> dict[int, Link]:
+    """Links as ``id -> (origin, origin_slot, target, target_slot, type)``; graphs store arrays, subgraphs objects."""
+    table: dict[int, Link] = {}
+    for link in raw or []:
+        if isinstance(link, Mapping):
+            fields = [link.get(k) for k in ("id", "origin_id", "origin_slot", "target_id", "target_slot", "type")]
+        else:
+            fields = list(link[:6])
+        link_id, origin, origin_slot, target, target_slot, kind = fields
+        table[int(link_id)] = (str(origin), int(origin_slot), str(target), int(target_slot), kind)
+    return table
+
+
+class _Scope:
+    """One graph level: the root graph, or one subgraph instance's copy of its definition.
+
+    Execution ids follow the frontend: a node inside instance 12 is ``"12:5"``, nested ``"12:7:5"``.
+    """
+
+    def __init__(self, graph: Mapping[str, Any], prefix: str = "", instance: Any = None, parent: Any = None):
+        self.nodes = {str(n["id"]): n for n in graph.get("nodes", [])}
+        self.links = _link_table(graph.get("links", []))
+        self.graph = graph
+        self.prefix = prefix
+        self.instance: Mapping[str, Any] | None = instance
+        self.parent: _Scope | None = parent
+
+
+def _default_value(spec: Any) -> Any:
+    """The value a new widget starts with in the frontend (the spec's default, else the type's zero)."""
+    options = _spec_options(spec)
+    if "default" in options:
+        return options["default"]
+    combo = _combo_options(spec)
+    if combo is not None:
+        return combo[0] if combo else None
+    kind = _spec_type(spec)
+    if kind in ("INT", "FLOAT"):
+        return options.get("min", 0)
+    return {"STRING": "", "BOOLEAN": False}.get(kind)
+
+
+def _widget_values(node: Mapping[str, Any], definition: Mapping[str, Any]) -> dict[str, Any]:
+    """Widget name -> value: saved values by position (by name when saved as a dict), defaults for the rest.
+
+    Files saved before a node gained an input have fewer values; the frontend keeps the new widget's default.
+    """
+    saved = node.get("widgets_values")
+    specs = dict(_ordered_inputs(definition))
+    values: dict[str, Any] = {}
+    positional = list(saved) if isinstance(saved, list) else []
+    for index, slot in enumerate(widget_slots(definition)):
+        if slot is None:
             continue
-        definition = definitions.get(kind)
-        if definition is None:
-            raise WorkflowError(f"Node {node_id} has type {kind!r}, which this ComfyUI does not define.")
-        values = list(node.get("widgets_values") or [])
-        slots = widget_slots(definition)
-        if len(values) < len([s for s in slots if s is not None]):
-            raise WorkflowError(f"Node {node_id} ({kind}) has {len(values)} widget values; {len(slots)} expected.")
-        inputs: dict[str, Any] = dict(zip((s for s in slots), values, strict=False))
-        inputs.pop(None, None)
-        for socket in node.get("inputs", []):
-            source = graph.source_of(socket.get("link"))
-            name = socket["name"]
-            if source is None:
+        if isinstance(saved, Mapping) and slot in saved:
+            values[slot] = saved[slot]
+        elif index < len(positional):
+            values[slot] = positional[index]
+        else:
+            values[slot] = _default_value(specs[slot])
+    return values
+
+
+class _Converter:
+    """``app.graphToPrompt()`` of the ComfyUI frontend (1.27), without a browser."""
+
+    def __init__(self, ui: Mapping[str, Any], definitions: Mapping[str, Mapping[str, Any]]):
+        self.definitions = definitions
+        self.subgraphs = {s["id"]: s for s in (ui.get("definitions") or {}).get("subgraphs", [])}
+        self.root = _Scope(ui)
+
+    def inner_scope(self, scope: _Scope, node: Mapping[str, Any], trail: tuple[str, ...] = ()) -> _Scope:
+        if len(trail) > 32 or node["type"] in trail:
+            raise WorkflowError(f"Subgraph {node['type']} contains itself (node {scope.prefix}{node['id']}).")
+        return _Scope(self.subgraphs[node["type"]], f"{scope.prefix}{node['id']}:", node, scope)
+
+    # ---- the prompt
+
+    def prompt(self) -> dict[str, dict[str, Any]]:
+        prompt: dict[str, dict[str, Any]] = {}
+        self._collect(self.root, prompt, ())
+        # The frontend drops every link to a node that is not in the prompt (muted nodes, for instance).
+        for entry in prompt.values():
+            for name, value in list(entry["inputs"].items()):
+                if _is_link(value) and value[0] not in prompt:
+                    del entry["inputs"][name]
+        return prompt
+
+    def _collect(self, scope: _Scope, prompt: dict[str, dict[str, Any]], trail: tuple[str, ...]) -> None:
+        for node_id in sorted(scope.nodes, key=lambda k: (len(k), k)):
+            node = scope.nodes[node_id]
+            kind = node["type"]
+            if kind in FRONTEND_ONLY_NODES or node.get("mode", 0) in (MUTED, BYPASSED):
                 continue
-            inputs[name] = source.value if isinstance(source, _Value) else [source[0], source[1]]
-        order = [name for name, _ in _ordered_inputs(definition)]
-        entry: dict[str, Any] = {
-            "inputs": {name: inputs[name] for name in order if name in inputs},
-            "class_type": kind,
-        }
-        entry["_meta"] = {"title": node.get("title") or definition.get("display_name", kind)}
-        prompt[node_id] = entry
-    return prompt
+            if kind in self.subgraphs:
+                self._collect(self.inner_scope(scope, node, trail), prompt, (*trail, kind))
+                continue
+            definition = self.definitions.get(kind)
+            if definition is None:
+                raise WorkflowError(
+                    f"Node {scope.prefix}{node_id} has type {kind!r}, which this ComfyUI does not define."
+                )
+            inputs = _widget_values(node, definition)
+            for socket in node.get("inputs") or []:
+                if socket.get("link") is None:
+                    continue
+                source = self.resolve_link(scope, socket["link"])
+                name = socket.get("name")
+                if source is None or name is None:
+                    continue
+                inputs[name] = source.value if isinstance(source, _Value) else [source[0], source[1]]
+            order = [name for name, _ in _ordered_inputs(definition)]
+            prompt[f"{scope.prefix}{node_id}"] = {
+                "inputs": {name: _wrap_list(inputs[name]) for name in order if name in inputs},
+                "class_type": kind,
+                "_meta": {"title": node.get("title") or definition.get("display_name", kind)},
+            }
+
+    # ---- following links to where a value comes from
+
+    def resolve_link(self, scope: _Scope, link_id: Any, seen: frozenset[tuple[str, str]] = frozenset()) -> Source:
+        """Follow a link through reroutes, bypassed nodes, primitives and subgraph borders to a real output."""
+        link = scope.links.get(int(link_id))
+        if link is None:
+            return None
+        origin, slot, _target, _target_slot, kind = link
+        if origin == str(SUBGRAPH_INPUT):
+            return self._subgraph_input(scope, slot, seen)
+        if (scope.prefix, origin) in seen:
+            raise WorkflowError(f"Link cycle through node {scope.prefix}{origin}.")
+        node = scope.nodes.get(origin)
+        if node is None:
+            raise WorkflowError(f"Link {link_id} starts at node {scope.prefix}{origin}, which is not in the workflow.")
+        return self._output(scope, node, slot, kind, seen | {(scope.prefix, origin)})
+
+    def _output(self, scope: _Scope, node: Mapping[str, Any], slot: int, kind: Any, seen: Any) -> Source:
+        mode = node.get("mode", 0)
+        sockets = node.get("inputs") or []
+        if node["type"] == "Reroute":
+            return self.resolve_link(scope, sockets[0]["link"], seen) if sockets and sockets[0].get("link") else None
+        if mode == BYPASSED:
+            outputs = node.get("outputs") or []
+            wanted = outputs[slot].get("type", kind) if slot < len(outputs) else kind
+            # The frontend prefers the input at the output's index, then the first input of the same type.
+            for index in (slot, *range(len(sockets))):
+                if index < len(sockets) and sockets[index].get("type") == wanted:
+                    link = sockets[index].get("link")
+                    return self.resolve_link(scope, link, seen) if link is not None else None
+            return None
+        if node["type"] == "PrimitiveNode":
+            return _Value((node.get("widgets_values") or [None])[0])
+        if node["type"] in self.subgraphs and mode != MUTED:
+            inner = self.inner_scope(scope, node)
+            outputs = inner.graph.get("outputs", [])
+            link_ids = outputs[slot].get("linkIds") if slot < len(outputs) else None
+            return self.resolve_link(inner, link_ids[0], seen) if link_ids else None
+        return (f"{scope.prefix}{node['id']}", slot)
+
+    def _subgraph_input(self, scope: _Scope, index: int, seen: Any) -> Source:
+        """An input of a subgraph: the instance's link in the parent graph, else the widget promoted to it."""
+        instance, parent = scope.instance, scope.parent
+        inputs = scope.graph.get("inputs", [])
+        if instance is None or parent is None or index >= len(inputs):
+            return None
+        name = inputs[index].get("name")
+        socket = next((s for s in instance.get("inputs") or [] if s.get("name") == name), None)
+        if socket is not None and socket.get("link") is not None:
+            return self.resolve_link(parent, socket["link"], seen)
+        promoted = [i for i, spec in enumerate(inputs) if spec.get("type") in WIDGET_TYPES]
+        if index not in promoted:
+            return None
+        values = instance.get("widgets_values") or []
+        position = promoted.index(index)
+        if position < len(values):
+            return _Value(values[position])
+        return None
+
+
+def _wrap_list(value: Any) -> Any:
+    """List-valued widgets are sent as ``{"__value__": [...]}`` so the server does not read them as links."""
+    return {"__value__": value} if isinstance(value, list) and not _is_link(value) else value
+
+
+def ui_to_api(ui: Mapping[str, Any], definitions: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Convert a UI workflow to the API prompt ComfyUI's frontend would queue for it (``app.graphToPrompt()``).
+
+    Subgraphs are expanded (their nodes get the frontend's execution ids ``"<instance>:<node>"``), missing
+    widget values take the node's defaults, links through reroutes, bypassed nodes, primitives and subgraph
+    borders are followed, muted and bypassed nodes are left out with every link to them.
+    """
+    return _Converter(ui, definitions).prompt()
 
 
 # ----------------------------------------------------------------------------- API -> UI

@@ -1,8 +1,19 @@
-"""One real ComfyUI server for all integration tests (started once, always stopped)."""
+"""One real ComfyUI server and one headless Chromium for all integration tests (started once, always stopped).
+
+Fixtures for every integration test file (issue-specific files only need to use them):
+
+* ``server``: a :class:`ComfyServer` with this pack linked in and the tiny models of ``workflow_models``.
+* ``browser``: a playwright Chromium (Debian's ``chromium`` or ``$GAMEANIM_CHROMIUM``; no browser download).
+* ``frontend``: a page on ``server`` with the real ComfyUI frontend loaded (``window.app`` ready).
+
+Without ``COMFYUI_DIR``/``COMFYUI_PYTHON`` every integration test is skipped with the reason printed; with
+them, a missing browser or playwright is a skip that says what to install (CI installs both, so it has none).
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,6 +28,16 @@ SKIP_REASON = (
     "integration with real ComfyUI skipped: set COMFYUI_DIR (a ComfyUI source tree) and COMFYUI_PYTHON "
     "(a Python with ComfyUI's requirements + requests) to run it"
 )
+CHROMIUM = os.environ.get("GAMEANIM_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def pytest_collection_modifyitems(config, items):
@@ -40,3 +61,38 @@ def server(tmp_path_factory):
         yield srv
     finally:
         srv.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium driven by playwright (its bundled driver only)."""
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="browser test skipped: pip install playwright")
+    if not CHROMIUM:
+        pytest.skip("browser test skipped: no Chromium (apt-get install chromium, or set GAMEANIM_CHROMIUM)")
+    with playwright_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def open_frontend(browser, server, viewport=(1600, 1000)):
+    """A new page with the ComfyUI frontend loaded from ``server``; its console errors are collected."""
+    context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+    tab = context.new_page()
+    tab.console_errors = []
+    tab.on("console", lambda msg: msg.type == "error" and tab.console_errors.append(msg.text))
+    tab.on("pageerror", lambda err: tab.console_errors.append(str(err)))
+    tab.goto(server.url, wait_until="load")
+    tab.wait_for_function("window.app && window.app.graph && window.app.extensionManager", timeout=120_000)
+    return context, tab
+
+
+@pytest.fixture(scope="module")
+def frontend(browser, server):
+    context, tab = open_frontend(browser, server)
+    try:
+        yield tab
+    finally:
+        context.close()

@@ -8,51 +8,29 @@ is saved to ``tests/artifacts/`` for people to look at.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
+from .conftest import open_frontend
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
-CHROMIUM = os.environ.get("GAMEANIM_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 PREVIEW_WORKFLOW = "sprite_postprocess"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 # Chromium and the frontend try to reach the internet (fonts, update checks), and a fresh user folder
 # answers 404 for user.css and saved workflows; neither is a fault of the page.
 BENIGN_CONSOLE = ("net::ERR_", "Failed to load resource")
 
 
 @pytest.fixture(scope="module")
-def page(server):
-    playwright_api = pytest.importorskip("playwright.sync_api", reason="browser test skipped: pip install playwright")
-    if not CHROMIUM:
-        pytest.skip("browser test skipped: no Chromium (apt-get install chromium, or set GAMEANIM_CHROMIUM)")
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1600, "height": 1000})
-        tab = context.new_page()
-        tab.console_errors = []
-        tab.on("console", lambda msg: msg.type == "error" and tab.console_errors.append(msg.text))
-        tab.on("pageerror", lambda err: tab.console_errors.append(str(err)))
-        tab.goto(server.url, wait_until="load")
-        tab.wait_for_function("window.app && window.app.graph && window.app.extensionManager", timeout=120_000)
-        tab.wait_for_timeout(2000)
-        tab.load_errors, tab.console_errors = tab.console_errors, []
-        try:
-            yield tab
-        finally:
-            context.close()
-            browser.close()
+def page(browser, server):
+    context, tab = open_frontend(browser, server)
+    tab.wait_for_timeout(2000)
+    tab.load_errors, tab.console_errors = tab.console_errors, []
+    try:
+        yield tab
+    finally:
+        context.close()
 
 
 def test_our_extensions_load_in_the_page(page):
