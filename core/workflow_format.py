@@ -223,16 +223,20 @@ class _Converter:
         self.subgraphs = {s["id"]: s for s in (ui.get("definitions") or {}).get("subgraphs", [])}
         self.root = _Scope(ui)
 
-    def inner_scope(self, scope: _Scope, node: Mapping[str, Any], trail: tuple[str, ...] = ()) -> _Scope:
-        if len(trail) > 32 or node["type"] in trail:
-            raise WorkflowError(f"Subgraph {node['type']} contains itself (node {scope.prefix}{node['id']}).")
+    def inner_scope(self, scope: _Scope, node: Mapping[str, Any]) -> _Scope:
+        """The scope of subgraph instance ``node`` of ``scope`` (refused when a subgraph contains itself)."""
+        outer: _Scope | None = scope
+        while outer is not None:
+            if outer.instance is not None and outer.instance["type"] == node["type"]:
+                raise WorkflowError(f"Subgraph {node['type']} contains itself (node {scope.prefix}{node['id']}).")
+            outer = outer.parent
         return _Scope(self.subgraphs[node["type"]], f"{scope.prefix}{node['id']}:", node, scope)
 
     # ---- the prompt
 
     def prompt(self) -> dict[str, dict[str, Any]]:
         prompt: dict[str, dict[str, Any]] = {}
-        self._collect(self.root, prompt, ())
+        self._collect(self.root, prompt)
         # The frontend drops every link to a node that is not in the prompt (muted nodes, for instance).
         for entry in prompt.values():
             for name, value in list(entry["inputs"].items()):
@@ -240,14 +244,14 @@ class _Converter:
                     del entry["inputs"][name]
         return prompt
 
-    def _collect(self, scope: _Scope, prompt: dict[str, dict[str, Any]], trail: tuple[str, ...]) -> None:
+    def _collect(self, scope: _Scope, prompt: dict[str, dict[str, Any]]) -> None:
         for node_id in sorted(scope.nodes, key=lambda k: (len(k), k)):
             node = scope.nodes[node_id]
             kind = node["type"]
             if kind in FRONTEND_ONLY_NODES or node.get("mode", 0) in (MUTED, BYPASSED):
                 continue
             if kind in self.subgraphs:
-                self._collect(self.inner_scope(scope, node, trail), prompt, (*trail, kind))
+                self._collect(self.inner_scope(scope, node), prompt)
                 continue
             definition = self.definitions.get(kind)
             if definition is None:

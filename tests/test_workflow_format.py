@@ -149,3 +149,98 @@ def test_absolute_paths_are_found():
         "C:\\x",
         "~/m",
     ]
+
+
+def test_missing_widget_values_take_the_defaults_as_in_the_frontend():
+    """A file saved before ``Mid`` gained ``label`` (and one saved with no values at all)."""
+    ui = api_to_ui(PROMPT, DEFS)
+    mid = next(n for n in ui["nodes"] if n["type"] == "Mid")
+    sink = next(n for n in ui["nodes"] if n["type"] == "Sink")
+    mid["widgets_values"], sink["widgets_values"] = [2.0], []
+    api = ui_to_api(ui, DEFS)
+    assert api["2"]["inputs"]["label"] == "" and api["2"]["inputs"]["scale"] == 2.0
+    assert api["3"]["inputs"]["prefix"] == "x"
+
+
+def _subgraph_workflow() -> dict:
+    """Src -> [instance 10 of subgraph S: Mid (scale promoted) -> [instance 20 of T: Mid]] -> Sink.
+
+    The layout of frontend 1.27 files: ``definitions.subgraphs`` with object links, the subgraph's input
+    node -10 and output node -20, instance inputs matched by name, promoted widget values on the instance.
+    """
+    inner_t = {
+        "id": "T",
+        "nodes": [
+            {"id": 1, "type": "Mid", "mode": 0, "inputs": [{"name": "image", "link": 1}], "widgets_values": [3.0, "t"]}
+        ],
+        "links": [
+            {"id": 1, "origin_id": -10, "origin_slot": 0, "target_id": 1, "target_slot": 0, "type": "IMAGE"},
+            {"id": 2, "origin_id": 1, "origin_slot": 0, "target_id": -20, "target_slot": 0, "type": "IMAGE"},
+        ],
+        "inputs": [{"name": "image", "type": "IMAGE", "linkIds": [1]}],
+        "outputs": [{"name": "image", "type": "IMAGE", "linkIds": [2]}],
+    }
+    inner_s = {
+        "id": "S",
+        "nodes": [
+            {
+                "id": 1,
+                "type": "Mid",
+                "mode": 0,
+                "inputs": [{"name": "image", "link": 1}, {"name": "scale", "widget": {"name": "scale"}, "link": 2}],
+                "widgets_values": [1.0, "s"],
+            },
+            {"id": 2, "type": "T", "mode": 0, "inputs": [{"name": "image", "link": 3}]},
+        ],
+        "links": [
+            {"id": 1, "origin_id": -10, "origin_slot": 0, "target_id": 1, "target_slot": 0, "type": "IMAGE"},
+            {"id": 2, "origin_id": -10, "origin_slot": 1, "target_id": 1, "target_slot": 1, "type": "FLOAT"},
+            {"id": 3, "origin_id": 1, "origin_slot": 0, "target_id": 2, "target_slot": 0, "type": "IMAGE"},
+            {"id": 4, "origin_id": 2, "origin_slot": 0, "target_id": -20, "target_slot": 0, "type": "IMAGE"},
+        ],
+        "inputs": [
+            {"name": "image", "type": "IMAGE", "linkIds": [1]},
+            {"name": "scale", "type": "FLOAT", "linkIds": [2]},
+        ],
+        "outputs": [{"name": "image", "type": "IMAGE", "linkIds": [4]}],
+    }
+    return {
+        "nodes": [
+            {"id": 1, "type": "Src", "mode": 0, "widgets_values": [5, "fixed", "b"]},
+            {
+                "id": 10,
+                "type": "S",
+                "mode": 0,
+                "inputs": [{"name": "image", "type": "IMAGE", "link": 1}],
+                "outputs": [{"name": "image", "type": "IMAGE", "links": [2]}],
+                "widgets_values": [2.5],
+            },
+            {"id": 3, "type": "Sink", "mode": 0, "inputs": [{"name": "image", "link": 2}], "widgets_values": ["out"]},
+        ],
+        "links": [[1, 1, 0, 10, 0, "IMAGE"], [2, 10, 0, 3, 0, "IMAGE"]],
+        "definitions": {"subgraphs": [inner_s, inner_t]},
+    }
+
+
+def test_nested_subgraphs_expand_with_execution_ids_and_promoted_widgets():
+    api = ui_to_api(_subgraph_workflow(), DEFS)
+    assert sorted(api) == ["1", "10:1", "10:2:1", "3"]
+    assert api["10:1"]["inputs"] == {"image": ["1", 0], "scale": 2.5, "label": "s"}
+    assert api["10:2:1"]["inputs"] == {"image": ["10:1", 0], "scale": 3.0, "label": "t"}
+    assert api["3"]["inputs"]["image"] == ["10:2:1", 0]
+
+
+def test_bypassed_subgraph_instance_passes_its_input_through_and_muted_source_drops_the_link():
+    workflow = _subgraph_workflow()
+    workflow["nodes"][1]["mode"] = 4
+    api = ui_to_api(workflow, DEFS)
+    assert sorted(api) == ["1", "3"] and api["3"]["inputs"]["image"] == ["1", 0]
+    workflow["nodes"][0]["mode"] = 2
+    assert "image" not in ui_to_api(workflow, DEFS)["3"]["inputs"]
+
+
+def test_subgraph_containing_itself_is_an_error():
+    workflow = _subgraph_workflow()
+    workflow["definitions"]["subgraphs"][1]["nodes"][0]["type"] = "S"
+    with pytest.raises(WorkflowError, match="contains itself"):
+        ui_to_api(workflow, DEFS)
