@@ -80,3 +80,21 @@ def test_text_mistral_base_weights_are_a_model_file_error(tmp_path):
     weights = tmp_path / "models" / "animegamer" / "MLLM-Qiqi" / "pytorch_model.bin"
     with pytest.raises(ModelFileError, match="Mistral"):
         api.load_animegamer_mllm(weights, tokenizer_dir(), base=base, config={"dtype": "float32"})
+
+
+def test_text_weights_in_a_diffusers_vae_folder_are_a_model_file_error(tmp_path):
+    from diffusers import AutoencoderKLCogVideoX
+
+    folder = tmp_path / "vae"
+    tiny = AutoencoderKLCogVideoX(
+        block_out_channels=(8,),
+        down_block_types=("CogVideoXDownBlock3D",),
+        up_block_types=("CogVideoXUpBlock3D",),
+        latent_channels=4,
+        layers_per_block=1,
+        norm_num_groups=4,
+    )
+    tiny.save_pretrained(folder)
+    _text_file(folder, "diffusion_pytorch_model.safetensors")
+    with pytest.raises(ModelFileError, match="AutoencoderKLCogVideoX"):
+        api.load_animegamer_vae(folder)

@@ -66,6 +66,7 @@ def load_vae(
     ``config``: ``AutoencoderKLCogVideoX`` arguments for a SAT file that is not the CogVideoX-2B VAE (the default).
     """
     from diffusers import AutoencoderKLCogVideoX
+    from safetensors import SafetensorError
 
     path = Path(source)
     if path.is_dir():
@@ -75,7 +76,7 @@ def load_vae(
             )
         try:
             vae = AutoencoderKLCogVideoX.from_pretrained(str(path), torch_dtype=dtype)
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError, KeyError, RuntimeError, SafetensorError) as exc:
             raise ModelFileError(f"{path} could not be loaded as a diffusers AutoencoderKLCogVideoX: {exc}") from exc
         return vae.to(device).train(False).requires_grad_(False)
     state = read_state_dict(
