@@ -5,8 +5,9 @@
     python scripts/gameanim_client.py batch workflows/api/vc2_sprite_t2v.json jobs.csv --out renders/
     python scripts/gameanim_client.py convert workflows/pose_from_rig.json > pose_api.json
 
-A UI-format workflow (what the browser saves) is converted to API format with the server's
-``/object_info``; API files are queued as they are.  ``--set TARGET.INPUT=VALUE`` overrides an input,
+A UI-format workflow (what the browser saves: subgraphs, reroutes, primitives, bypassed nodes, files
+from older frontends) is converted to API format with the server's ``/object_info`` as the frontend's
+``app.graphToPrompt()`` does (``core/workflow_format.py``); API files are queued as they are.  ``--set TARGET.INPUT=VALUE`` overrides an input,
 TARGET being a node title or id; VALUE is JSON when it parses (``7``, ``true``, ``"text"``), else text,
 and is converted to the input's declared type.  The client shows a progress bar from the websocket,
 downloads every output file into ``--out`` and exits with status 1 and the server's error text when
