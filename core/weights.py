@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import struct
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -29,12 +28,20 @@ WEIGHT_FILE = "Expected a PyTorch checkpoint (.ckpt/.pt/.bin written by torch.sa
 
 
 def _is_safetensors(path: Path) -> bool:
-    with open(path, "rb") as handle:
-        head = handle.read(9)
-    if len(head) < 9:
+    """True when the safetensors library reads a header from the file (it reads the header only).
+
+    A file whose header is complete but whose data is cut short still counts (the library says "incomplete
+    metadata"), so a truncated download is reported as a damaged safetensors file, not as a bad pickle.
+    """
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="pt"):
+            return True
+    except SafetensorError as exc:
+        return "incomplete metadata" in str(exc)
+    except (OSError, ValueError):
         return False
-    (header_len,) = struct.unpack("<Q", head[:8])
-    return 0 < header_len < 100_000_000 and head[8:9] == b"{"
 
 
 def _describe(path: Path) -> str:

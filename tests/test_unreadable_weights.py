@@ -98,3 +98,15 @@ def test_text_weights_in_a_diffusers_vae_folder_are_a_model_file_error(tmp_path)
     _text_file(folder, "diffusion_pytorch_model.safetensors")
     with pytest.raises(ModelFileError, match="AutoencoderKLCogVideoX"):
         api.load_animegamer_vae(folder)
+
+
+def test_truncated_safetensors_is_reported_as_a_damaged_safetensors_file(tmp_path):
+    import torch
+    from gameanim.core.weights import read_state_dict
+    from safetensors.torch import save_file
+
+    path = tmp_path / "model.safetensors"
+    save_file({"w": torch.zeros(64, 64)}, str(path))
+    path.write_bytes(path.read_bytes()[:4000])
+    with pytest.raises(ModelFileError, match="not a readable .safetensors file"):
+        read_state_dict(path)
