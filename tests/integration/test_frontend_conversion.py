@@ -109,7 +109,7 @@ def object_info(server) -> dict[str, Any]:
 
 
 def test_templates_convert_as_the_frontend_does(frontend, object_info):
-    compared, with_subgraphs, mismatches, left_out = 0, 0, {}, {}
+    compared, with_subgraphs, mismatches, left_out, versions = 0, 0, {}, {}, set()
     for path in _templates():
         workflow = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(workflow, dict) or "nodes" not in workflow:
@@ -125,13 +125,15 @@ def test_templates_convert_as_the_frontend_does(frontend, object_info):
         if problems:
             mismatches[path.name] = problems[:5]
         compared += 1
+        versions.add(str((workflow.get("extra") or {}).get("frontendVersion", "none")))
         with_subgraphs += bool((workflow.get("definitions") or {}).get("subgraphs"))
     print(
-        f"\n{compared} frontend-saved templates compared ({with_subgraphs} with subgraphs); {len(left_out)} left "
+        f"\n{compared} frontend-saved templates compared ({with_subgraphs} with subgraphs; saved by frontend "
+        f"versions {sorted(versions)}); {len(left_out)} left "
         f"out for nodes this server does not define: {json.dumps(left_out)[:2000]}"
     )
     assert not mismatches, json.dumps(mismatches, indent=1)[:6000]
-    assert compared >= 80 and with_subgraphs >= 4
+    assert compared >= 80 and with_subgraphs >= 4 and "none" in versions
 
 
 def test_workflows_the_frontend_builds_convert_as_it_does(frontend, object_info):
