@@ -254,6 +254,11 @@ class _Converter:
                 self._collect(self.inner_scope(scope, node), prompt)
                 continue
             definition = self.definitions.get(kind)
+            if definition is None and kind.startswith(("workflow>", "workflow/")):
+                raise WorkflowError(
+                    f"Node {scope.prefix}{node_id} is a legacy group node ({kind!r}), which this converter does not "
+                    "expand. Open the workflow in ComfyUI, convert the group node to a subgraph and save it again."
+                )
             if definition is None:
                 raise WorkflowError(
                     f"Node {scope.prefix}{node_id} has type {kind!r}, which this ComfyUI does not define."

@@ -244,3 +244,10 @@ def test_subgraph_containing_itself_is_an_error():
     workflow["definitions"]["subgraphs"][1]["nodes"][0]["type"] = "S"
     with pytest.raises(WorkflowError, match="contains itself"):
         ui_to_api(workflow, DEFS)
+
+
+def test_legacy_group_node_is_refused_with_what_to_do():
+    ui = api_to_ui(PROMPT, DEFS)
+    ui["nodes"][1]["type"] = "workflow>my group"
+    with pytest.raises(WorkflowError, match="legacy group node .*convert the group node to a subgraph"):
+        ui_to_api(ui, DEFS)
