@@ -33,10 +33,11 @@ def write_decode_workflow_models(models_dir: Path, input_dir: Path) -> None:
 
     folder = models_dir / "animegamer"
     folder.mkdir(parents=True, exist_ok=True)
-    tiny.make_decoder(folder / "animegamer_decoder_qiqi_fp16.safetensors")
+    # Width 32 as in _animegamer_turn: both workflows load the same shipped decoder name in one server.
+    tiny.make_decoder(folder / "animegamer_decoder_qiqi_fp16.safetensors", width=32)
     tiny.make_vae(folder / "vae")
     input_dir.mkdir(parents=True, exist_ok=True)
-    representation = torch.randn(1, 226, 64, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+    representation = torch.randn(1, 226, 32, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
     torch.save({"ep_0_turn_0": [representation, "Character: Qiqi", [4, 1, 0, 0]]}, input_dir / "mllm-output.pt")
 
 
