@@ -133,7 +133,7 @@ def test_shipped_workflow_loads_in_the_frontend_as_its_api_twin(page, path, all_
     if path.stem == "vc2_sprite_t2v":
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.evaluate(
-            "() => { window.app.canvas.ds.scale = 0.55; window.app.canvas.ds.offset = [20, 40]; "
+            "() => { window.app.canvas.ds.scale = 0.7; window.app.canvas.ds.offset = [20, 40]; "
             "window.app.canvas.setDirty(true, true); }"
         )
         page.wait_for_timeout(500)
