@@ -75,12 +75,19 @@ WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None] | str] = {
     "vc2_restyle_frames": _vc2_tiny,
 }
 
+# Workflows whose product is a model file (under models/), not an output file: the file each must write.
+WORKFLOW_WRITES_MODEL: dict[str, str] = {
+    "animegamer_convert_decoder": "animegamer/animegamer_decoder_converted_in_test.safetensors",
+}
+
 # Input overrides (node id -> inputs) for workflows whose shipped sizes take too long on a CPU even with tiny
 # weights (VC2 at 320x512x16 and 50 steps in fp16 ran over 10 minutes); the graph and every node still run for real.
 WORKFLOW_REDUCTIONS: dict[str, dict[str, dict[str, Any]]] = {
     "vc2_sprite_t2v": {"5": {"width": 64, "height": 64, "frames": 4, "steps": 3}},
     "vc2_action_set": {"2": {"width": 64, "height": 64, "frames": 4, "steps": 2}},
     "vc2_restyle_frames": {"2": {"max_frames": 4}, "3": {"width": 64, "height": 64}, "8": {"steps": 4}},
+    # animegamer_decode's setup already wrote the shipped converted name (which Convert would keep): convert anew.
+    "animegamer_convert_decoder": {"1": {"name": "animegamer_decoder_converted_in_test"}},
     # The tiny AnimeGamer models are float32 CPU models at 64x64; the shipped sizes are the released 720x480x17.
     "animegamer_decode": {
         "1": {"dtype": "float32"},
