@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from .comfy_server import PACK_DIR_NAME, describe_failure
-from .workflow_models import WORKFLOW_MODELS, WORKFLOW_REDUCTIONS
+from .workflow_models import WORKFLOW_MODELS, WORKFLOW_REDUCTIONS, WORKFLOW_WRITES_MODEL
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -140,6 +140,9 @@ def test_client_runs_ui_workflow(server, workflow, tmp_path):
         server, "run", str(workflow), "--out", str(tmp_path), *[a for r in reductions for a in ("--set", r)]
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    if workflow.stem in WORKFLOW_WRITES_MODEL:
+        assert (server.base / "models" / WORKFLOW_WRITES_MODEL[workflow.stem]).is_file()
+        return
     assert any(tmp_path.iterdir()), "the client downloaded no output file"
 
 
