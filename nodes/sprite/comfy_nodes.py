@@ -31,6 +31,25 @@ PREFIX_TIP = (
 )
 
 
+TIMING_TIP = (
+    "Per-frame durations from the Timing Chart node (in source frames; each lasts duration x 1000/fps ms). "
+    "Without it every frame lasts 1000/fps ms."
+)
+
+
+def _durations_ms(timing: dict | None, fps: float, frames: int) -> list[float] | None:
+    """Milliseconds per frame from a GAMEANIM_TIMING value (durations in source frames), or None."""
+    if not timing:
+        return None
+    durations = list(timing.get("durations", []))
+    if len(durations) != frames:
+        raise InputError(
+            f"The timing holds {len(durations)} durations but {frames} frames arrived; connect the image and the "
+            "timing of the same Timing Chart node (frame-count changes in between break the pairing)."
+        )
+    return [d * 1000.0 / fps for d in durations]
+
+
 def _next_free(prefix: str) -> str:
     """``<prefix>_NNNNN`` with a counter above every file already saved under that prefix."""
     rel = sanitize_relative(prefix)
@@ -401,7 +420,8 @@ class GameAnimSpriteSheet:
                 "godot": field(
                     list(GODOT_CHOICES), "Godot SpriteFrames .tres to write (Godot 4 format=3, Godot 3 format=2)."
                 ),
-            }
+            },
+            "optional": {"timing": field("GAMEANIM_TIMING", TIMING_TIP)},
         }
 
     def run(
@@ -418,6 +438,7 @@ class GameAnimSpriteSheet:
         merge_holds: bool,
         aseprite_json: bool,
         godot: str,
+        timing: dict | None = None,
     ) -> dict:
         from . import pipeline
         from .frames import to_tensor
@@ -432,7 +453,7 @@ class GameAnimSpriteSheet:
             extrude,
             power_of_two,
             fps,
-            None,
+            _durations_ms(timing, fps, len(image)),
             merge_holds,
             Path(name).name,
             host.progress(len(image)),
@@ -472,15 +493,26 @@ class GameAnimSpriteExport:
                 "format": field(list(EXPORT_FORMATS), "File format (all keep transparency; GIF only 1-bit)."),
                 "fps": field("FLOAT", "Playback rate.", default=12.0, min=0.1, max=100.0, step=0.1),
                 "loop": field("INT", "Times to loop (0 = forever).", default=0, min=0, max=65535),
-            }
+            },
+            "optional": {"timing": field("GAMEANIM_TIMING", TIMING_TIP)},
         }
 
-    def run(self, image: Any, mask: Any, filename_prefix: str, format: str, fps: float, loop: int) -> dict:
+    def run(
+        self,
+        image: Any,
+        mask: Any,
+        filename_prefix: str,
+        format: str,
+        fps: float,
+        loop: int,
+        timing: dict | None = None,
+    ) -> dict:
         from . import pipeline
 
         name = _next_free(filename_prefix)
+        durations = _durations_ms(timing, fps, len(image))
         paths = pipeline.export_animation(
-            image, mask, host.output_dir(), name, format, fps, None, loop, host.progress(len(image))
+            image, mask, host.output_dir(), name, format, fps, durations, loop, host.progress(len(image))
         )
         entries = [_ui_entry(p) for p in paths]
         ui: dict[str, Any] = {"images": entries}

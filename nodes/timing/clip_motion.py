@@ -33,7 +33,7 @@ class ClipMotion:
     ``bottom[t]`` the lowest row of the subject in frame ``t`` (image y grows downward);
     ``contact_rows[t, k]`` the y of each foot joint when a rig is known, else None.
     ``forward[i]`` / ``backward[i]`` are the flows frame ``i -> i+1`` and ``i+1 -> i`` ([H,W,2], px),
-    zero outside the sprite of their first frame when an alpha is known.
+    zero outside the subject of their first frame; ``masks`` the subject per frame ([T,H,W] bool).
     """
 
     speed: np.ndarray
@@ -42,6 +42,7 @@ class ClipMotion:
     contact_rows: np.ndarray | None
     forward: np.ndarray
     backward: np.ndarray
+    masks: np.ndarray
 
     @property
     def frame_count(self) -> int:
@@ -72,15 +73,26 @@ def rgb_alpha(frames: Any, alpha: Any | None = None) -> tuple[np.ndarray, np.nda
 
 
 def subject_masks(rgb: np.ndarray, alpha: np.ndarray | None) -> np.ndarray:
-    """Boolean ``[T,H,W]``: the sprite (alpha > 0.5), or what differs from the clip's median frame."""
+    """Boolean ``[T,H,W]``: every pixel the sprite touches, or what differs from the background.
+
+    Without alpha the background is the frame border's colour when the border is one colour
+    (a sprite on a solid backdrop), else the clip's median frame (a static camera).
+    """
     if alpha is not None:
-        return alpha > 0.5
-    median = np.median(rgb, axis=0)
-    return np.abs(rgb - median).max(axis=-1) > FOREGROUND_DIFF
+        return alpha > SPRITE_ALPHA
+    border = np.concatenate([rgb[:, :2].reshape(len(rgb), -1, 3), rgb[:, -2:].reshape(len(rgb), -1, 3)], axis=1)
+    border = np.concatenate(
+        [border, rgb[:, :, :2].reshape(len(rgb), -1, 3), rgb[:, :, -2:].reshape(len(rgb), -1, 3)], axis=1
+    )
+    if float(border.std(axis=1).max()) < FOREGROUND_DIFF / 2:
+        background = np.median(border, axis=1)[:, None, None, :]
+    else:
+        background = np.median(rgb, axis=0)[None]
+    return np.abs(rgb - background).max(axis=-1) > FOREGROUND_DIFF
 
 
 def flow_input(rgb: np.ndarray, alpha: np.ndarray | None) -> np.ndarray:
-    """Frames for the flow estimator: premultiplied over black so the background carries no texture."""
+    """Frames for the flow estimator: premultiplied over black so a transparent background carries no texture."""
     return rgb if alpha is None else rgb * alpha[..., None]
 
 
@@ -101,25 +113,25 @@ def _aligned_flow(first: np.ndarray, second: np.ndarray, shift: tuple[int, int])
 
 
 def pair_flows(
-    rgb: np.ndarray, alpha: np.ndarray | None, progress: ProgressFn | None = None
+    rgb: np.ndarray, alpha: np.ndarray | None, masks: np.ndarray, progress: ProgressFn | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Forward (``i -> i+1``) and backward (``i+1 -> i``) flows, zero where each first frame is transparent."""
+    """Forward (``i -> i+1``) and backward (``i+1 -> i``) flows, zero outside each first frame's ``masks``.
+
+    Each pair is pre-aligned by the shift of the masks' centroids (see :func:`_aligned_flow`).
+    """
     report = progress or no_progress
     clip = flow_input(rgb, alpha)
     pairs = len(clip) - 1
-    shifts = np.zeros((pairs, 2), int)
-    if alpha is not None:
-        shifts = np.rint(np.diff(_centroids(alpha > 0.5), axis=0)).astype(int)
-    forward = np.empty(clip.shape[:3] + (2,), np.float32)[:pairs]
+    shifts = np.rint(np.diff(_centroids(masks), axis=0)).astype(int)
+    forward = np.empty((pairs, *clip.shape[1:3], 2), np.float32)
     backward = np.empty_like(forward)
     for i in range(pairs):
         dx, dy = int(shifts[i, 0]), int(shifts[i, 1])
         forward[i] = _aligned_flow(clip[i], clip[i + 1], (dx, dy))
         backward[i] = _aligned_flow(clip[i + 1], clip[i], (-dx, -dy))
         report(i + 1, pairs)
-    if alpha is not None:
-        forward *= (alpha[:-1] > SPRITE_ALPHA)[..., None]
-        backward *= (alpha[1:] > SPRITE_ALPHA)[..., None]
+    forward *= masks[:-1, ..., None]
+    backward *= masks[1:, ..., None]
     return forward, backward
 
 
@@ -168,8 +180,8 @@ def measure(
     t, h, w = rgb.shape[:3]
     if t < 2:
         raise InputError(f"Timing needs a clip of at least 2 frames; got {t}.")
-    forward, backward = pair_flows(rgb, a, progress)
     masks = subject_masks(rgb, a)
+    forward, backward = pair_flows(rgb, a, masks, progress)
     weights = masks[:-1].astype(np.float32)
     magnitude = np.linalg.norm(forward, axis=-1)
     area = np.maximum(weights.reshape(t - 1, -1).sum(axis=1), 1.0)
@@ -187,4 +199,4 @@ def measure(
         velocity = np.diff(centre, axis=0)
         feet = [j for j in ANKLES if j < pts.shape[1] and vis[:, j].all()]
         contact_rows = pts[:, feet, 1] if feet else None
-    return ClipMotion(speed, velocity, _bottoms(masks), contact_rows, forward, backward)
+    return ClipMotion(speed, velocity, _bottoms(masks), contact_rows, forward, backward, masks)

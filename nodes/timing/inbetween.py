@@ -4,8 +4,8 @@ For a time ``t`` between frames A and B, every output pixel ``x`` looks for the 
 that the flow carries onto it (``y + t·F_AB(y) = x``, solved by fixed-point iteration on the flow
 sampled nearest-neighbour, so no point is invented between the sprite and the background) and
 likewise in B with ``1 - t`` and ``F_BA``.  A side whose iteration does not converge (the pixel
-was covered or uncovered) is ignored.  Sprites are opaque shapes, so the alpha is the larger of
-the two sides and the colour their premultiplied blend weighted ``1-t : t``.  Times outside 0..1
+was covered or uncovered) is ignored, and a side that lands on the subject (the sprite) wins over one
+that only finds static background; the chosen sides are blended premultiplied ``1-t : t``.  Times outside 0..1
 (anticipation, overshoot) warp only the nearer frame.
 """
 
@@ -63,21 +63,31 @@ def warp_along(rgba: np.ndarray, flow: np.ndarray, t: float) -> tuple[np.ndarray
 def interpolate(
     rgba_a: np.ndarray, rgba_b: np.ndarray, flow_ab: np.ndarray, flow_ba: np.ndarray, t: float
 ) -> np.ndarray:
-    """The frame ``t`` of the way from A to B (``[H,W,4]`` float, straight alpha)."""
+    """The frame ``t`` of the way from A to B (``[H,W,4]`` float, straight alpha).
+
+    ``rgba_*`` carry a 5th channel, the subject mask (1 on the sprite): a side whose point lies on
+    the subject wins over one that only found static background there.
+    """
     sides = []
     if t < 1.0:
-        warped, ok = warp_along(rgba_a, flow_ab, t)
-        sides.append((warped, ok, max(1.0 - t, 1e-3)))
+        sides.append((*warp_along(rgba_a, flow_ab, t), max(1.0 - t, 1e-3)))
     if t > 0.0:
-        warped, ok = warp_along(rgba_b, flow_ba, 1.0 - t)
-        sides.append((warped, ok, max(t, 1e-3)))
-    alpha = np.zeros(rgba_a.shape[:2], np.float32)
+        sides.append((*warp_along(rgba_b, flow_ba, 1.0 - t), max(t, 1e-3)))
+    on_subject = [ok & (warped[..., 4] > 0.5) for warped, ok, _ in sides]
+    any_subject = np.logical_or.reduce(on_subject)
     colour = np.zeros(rgba_a.shape[:2] + (3,), np.float32)
+    alpha = np.zeros(rgba_a.shape[:2], np.float32)
     weight = np.zeros(rgba_a.shape[:2], np.float32)
-    for warped, ok, side_weight in sides:
-        a = np.where(ok, warped[..., 3], 0.0)
-        alpha = np.maximum(alpha, a)
-        colour += (side_weight * a)[..., None] * warped[..., :3]
-        weight += side_weight * a
-    rgb = np.where(weight[..., None] > 1e-6, colour / np.maximum(weight, 1e-6)[..., None], 0.0)
+    for (warped, ok, side_weight), subject in zip(sides, on_subject, strict=True):
+        w = side_weight * np.where(any_subject, subject, ok).astype(np.float32)
+        colour += (w * warped[..., 3])[..., None] * warped[..., :3]
+        alpha += w * warped[..., 3]
+        weight += w
+    nearer = rgba_a if t < 0.5 else rgba_b
+    found = weight > 1e-6
+    alpha = np.where(found, alpha / np.maximum(weight, 1e-6), nearer[..., 3])
+    premul = np.where(
+        found[..., None], colour / np.maximum(weight, 1e-6)[..., None], nearer[..., :3] * nearer[..., 3:4]
+    )
+    rgb = np.where(alpha[..., None] > 1e-6, premul / np.maximum(alpha, 1e-6)[..., None], 0.0)
     return np.concatenate([rgb, alpha[..., None]], axis=-1).astype(np.float32)

@@ -158,4 +158,3 @@ def find_key_poses(
         keys = _merge(keys + _breakdowns(v, frames))
     ranked = sorted(keys, key=lambda k: (-k.score, k.frame))
     return ranked if max_keys is None else ranked[:max_keys]
-

@@ -66,17 +66,18 @@ def retime(
         raise InputError(f"The motion was measured on {motion.frame_count} frames but the clip has {n}.")
     chart = timing_chart(normalise_keys(keys, n), on, hold, spacing, anticipation, overshoot)
     cumulative = np.concatenate([[0.0], np.cumsum(motion.speed)])
-    rgba = np.concatenate([rgb, (a if a is not None else np.ones(rgb.shape[:3], np.float32))[..., None]], axis=-1)
+    opacity = a if a is not None else np.ones(rgb.shape[:3], np.float32)
+    rgba = np.concatenate([rgb, opacity[..., None], motion.masks[..., None].astype(np.float32)], axis=-1)
     report = progress or no_progress
     out, times, key_outputs = [], [], []
     for index, frame in enumerate(chart):
         s = source_time(frame, cumulative, motion.speed)
         nearest = int(np.clip(round(s), 0, n - 1))
         if frame.is_key:
-            out.append(rgba[frame.key_a])
+            out.append(rgba[frame.key_a, ..., :4])
             key_outputs.append(index)
         elif abs(s - nearest) <= SNAP or inbetween == "nearest":
-            out.append(rgba[nearest])
+            out.append(rgba[nearest, ..., :4])
         else:
             pair = int(np.clip(np.floor(s), 0, n - 2))
             t = s - pair
