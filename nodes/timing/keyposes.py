@@ -3,8 +3,8 @@
 A key is where motion stops or turns: a **hold** (consecutive frames that do not move; the key is
 the frame the pose is reached), a **motion minimum** (the subject slows to a stop and goes on, the
 extreme of a swing), a **direction change** (the subject turns sharply without slowing) or a
-**contact** (a downward motion turns upward at the subject's lowest point: a bounce, a foot plant;
-with a rig, an ankle's lowest point).  Steady motion, even along a curve, yields no key.  Breakdowns
+**contact** (a downward motion turns upward at the subject's lowest point: a bounce, a body's down
+position; with a rig, the frame an ankle lands: its fall stops low in its range).  Steady motion, even along a curve, yields no key.  Breakdowns
 (optional) are the fastest frame between two keys.  The first and last frames are always keys.
 """
 
@@ -88,14 +88,16 @@ def _turns(motion: ClipMotion, min_motion: float, turn_degrees: float) -> list[K
 
 
 def _foot_contacts(rows: np.ndarray, min_motion: float) -> list[KeyPose]:
-    """Frames where a foot joint reaches its lowest point (first frame of a lowest plateau)."""
+    """Frames where a foot joint lands: it was falling and stops (at least halves its fall) low in its range."""
     keys = []
     for foot in rows.T:
-        if foot.max() - foot.min() < 2 * min_motion:
+        low, high = float(foot.min()), float(foot.max())
+        if high - low < 4 * min_motion:
             continue
-        level = foot >= foot.max() - min_motion
+        fall = np.diff(foot)  # image y grows downward: positive = moving down
         for t in range(1, len(foot) - 1):
-            if level[t] and not level[t - 1]:
+            landing = fall[t - 1] > 2 * min_motion and fall[t] < 0.5 * fall[t - 1]
+            if landing and foot[t] >= low + 0.5 * (high - low):
                 keys.append(KeyPose(t, 0.8, "contact"))
     return keys
 

@@ -71,15 +71,15 @@ def retime(
     report = progress or no_progress
     out, times, key_outputs = [], [], []
     for index, frame in enumerate(chart):
-        s = source_time(frame, cumulative, motion.speed)
-        nearest = int(np.clip(round(s), 0, n - 1))
+        s, pair = source_time(frame, cumulative, motion.speed)
+        nearest = int(np.clip(round(s), frame.key_a, frame.key_b))
+        beyond = not frame.key_a <= s <= frame.key_b  # anticipation / overshoot: no source frame shows it
         if frame.is_key:
             out.append(rgba[frame.key_a, ..., :4])
             key_outputs.append(index)
-        elif abs(s - nearest) <= SNAP or inbetween == "nearest":
+        elif (abs(s - nearest) <= SNAP and not beyond) or inbetween == "nearest":
             out.append(rgba[nearest, ..., :4])
         else:
-            pair = int(np.clip(np.floor(s), 0, n - 2))
             t = s - pair
             out.append(interpolate(rgba[pair], rgba[pair + 1], motion.forward[pair], motion.backward[pair], t))
         times.append(float(s))

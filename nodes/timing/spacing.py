@@ -103,28 +103,36 @@ def timing_chart(
     return chart
 
 
-def source_time(chart_frame: ChartFrame, cumulative: np.ndarray, speed: np.ndarray) -> float:
-    """The (fractional) source frame at which the subject has covered the drawing's distance.
+def source_time(chart_frame: ChartFrame, cumulative: np.ndarray, speed: np.ndarray) -> tuple[float, int]:
+    """``(time, pair)``: the fractional source frame at which the subject has covered the drawing's
+    distance, and the frame pair ``(pair, pair + 1)`` whose flow reaches it.
 
     ``cumulative[t]`` is the distance travelled up to frame ``t``.  A segment without motion falls
     back to even time.  Positions before the first key or past the second (anticipation, overshoot)
-    extrapolate with the speed of the segment's first or last frame pair.
+    extrapolate along the segment's first or last *moving* frame pair, so a key that is held in the
+    source still anticipates.
     """
     a, b, p = chart_frame.key_a, chart_frame.key_b, chart_frame.position
+    last_pair = len(speed) - 1
     if chart_frame.is_key or a == b:
-        return float(a)
+        return float(a), min(a, last_pair)
     start, end = cumulative[a], cumulative[b]
     if end - start <= 1e-6:
-        return a + float(np.clip(p, 0.0, 1.0)) * (b - a)
+        time = a + float(np.clip(p, 0.0, 1.0)) * (b - a)
+        return time, int(min(np.floor(time), b - 1))
+    moving = [i for i in range(a, b) if speed[i] > 1e-3]
     target = start + p * (end - start)
     if p < 0.0:
-        return a + (target - start) / max(float(speed[a]), 1e-6) if speed[a] > 1e-3 else float(a)
+        first = moving[0]
+        return first + (target - start) / float(speed[first]), first
     if p > 1.0:
-        return b + (target - end) / max(float(speed[b - 1]), 1e-6) if speed[b - 1] > 1e-3 else float(b)
+        last = moving[-1]
+        return last + 1 + (target - end) / float(speed[last]), last
     segment = cumulative[a : b + 1]
     # First frame at or past the target, then linear inside that frame pair (speed constant within a pair).
     i = int(np.searchsorted(segment, target - 1e-9))
     if i == 0:
-        return float(a)
+        return float(a), a
     lo, hi = segment[i - 1], segment[i]
-    return a + i - 1 + (target - lo) / (hi - lo) if hi > lo else float(a + i)
+    time = a + i - 1 + (target - lo) / (hi - lo) if hi > lo else float(a + i)
+    return time, int(min(np.floor(time), b - 1))
