@@ -250,7 +250,19 @@ def test_timing_chart_node_feeds_the_sprite_savers(eased, tmp_path, monkeypatch)
     smeared = GameAnimSmearFrames().run(out, out_mask, 8.0, 0.7, "smear", 3, timing=timing)
     assert not set(json.loads(smeared[2])["smeared"]) & set(timing["keys"])
     sheet = GameAnimSpriteSheet().run(
-        smeared[0], smeared[1], "walk", "grid", 0, 1, 0, False, 10.0, False, True, "godot4", timing=timing
+        [smeared[0]],
+        ["walk"],
+        ["grid"],
+        [0],
+        [1],
+        [0],
+        [False],
+        [10.0],
+        [False],
+        [True],
+        ["godot4"],
+        mask=[smeared[1]],
+        timing=[timing],
     )
     atlas = json.loads(sheet["result"][2])
     assert [f["duration"] for f in atlas["frames"].values()] == [d * 100 for d in timing["durations"]]
@@ -258,7 +270,7 @@ def test_timing_chart_node_feeds_the_sprite_savers(eased, tmp_path, monkeypatch)
     # Godot 4 stores durations relative to the animation speed: holds of 3 frames are 1.5x the twos
     relative = [float(v) for v in re.findall(r'"duration": ([0-9.]+)', tres)]
     assert relative == [d / min(timing["durations"]) for d in timing["durations"]]
-    files = GameAnimSpriteExport().run(smeared[0], smeared[1], "walk", "apng", 10.0, 0, timing=timing)
+    files = GameAnimSpriteExport().run(smeared[0], "walk", "apng", 10.0, 0, mask=smeared[1], timing=timing)
     from PIL import Image
 
     with Image.open(tmp_path / "output" / files["result"][0]) as apng:
@@ -268,4 +280,4 @@ def test_timing_chart_node_feeds_the_sprite_savers(eased, tmp_path, monkeypatch)
             delays.append(apng.info["duration"])
     assert delays == [d * 100 for d in timing["durations"]]
     with pytest.raises(InputError, match="durations"):
-        GameAnimSpriteExport().run(image, mask, "x", "apng", 10.0, 0, timing=timing)
+        GameAnimSpriteExport().run(image, "x", "apng", 10.0, 0, mask=mask, timing=timing)
