@@ -14,12 +14,12 @@ from typing import Any
 from ...core import host
 from ...core.preview import animation_preview
 from ..common import category, field
+from ..sprite.comfy_nodes import IMAGE_TIP
 from .retime import INBETWEEN_MODES
 from .smear import STYLES
 from .spacing import SPACINGS
 
 TIMING_TYPE = "GAMEANIM_TIMING"
-IMAGE_TIP = "The clip as an IMAGE batch [T,H,W,3] (a 4th channel is used as alpha when no mask is given)."
 MASK_TIP = "The sprite's alpha per frame (MASK [T,H,W]); gives exact contacts and clean in-betweens."
 POSE_TIP = "POSE_KEYPOINT with one pose per frame (e.g. from GameAnim Render Pose): joints give exact motion and foot contacts."
 
