@@ -115,15 +115,16 @@ def test_segment_lengths_follow_the_chart(eased):
     assert durations == expected + [2]
 
 
+@pytest.mark.parametrize("on", [2, 3])
 @pytest.mark.parametrize("spacing", ["ease-in-out", "ease-in", "ease-out", "even"])
-def test_positions_follow_the_spacing_curve_within_a_pixel(eased, spacing):
+def test_positions_follow_the_spacing_curve_within_a_pixel(eased, spacing, on):
     rgb, alpha, keys = eased
-    out, durations = api.time_animation(_rgba(rgb, alpha), keys, on=2, hold=2, spacing=spacing)
+    out, durations = api.time_animation(_rgba(rgb, alpha), keys, on=on, hold=2, spacing=spacing)
     xs = [ts.centroid(frame[..., 3].numpy())[0] for frame in out]
     key_rows = []
     row = 0
     for a, b in zip(keys[:-1], keys[1:], strict=True):
-        count = int(np.floor((b - a - 2) / 2 + 0.5))
+        count = int(np.floor((b - a - 2) / on + 0.5))
         key_x, next_x = ts.centroid(alpha[a])[0], ts.centroid(alpha[b])[0]
         wanted = key_x + spacing_curve(spacing, np.arange(1, count + 1) / (count + 1)) * (next_x - key_x)
         got = np.array(xs[row + 1 : row + 1 + count])
