@@ -58,8 +58,8 @@ def test_api_workflow_runs_through_the_nodes(pack, pack_root, tmp_path, monkeypa
     out = tmp_path / "output" / "gameanim"
     sheet_png = out / ui["5"]["images"][0]["filename"]
     atlas = json.loads(sheet_png.with_suffix(".json").read_text())
-    keys = [int(k) for k in outputs["7"][0].split(",")]
-    timing = outputs["8"][2]
+    keys = [int(k) for k in outputs["9"][0].split(",")]
+    timing = outputs["10"][2]
     assert keys[0] == 0 and keys[-1] == 7 and timing["source_keys"] == keys
     # the Timing Chart's drawings, each lasting its duration (in source frames at 12 fps)
     assert len(atlas["frames"]) == len(timing["durations"])
