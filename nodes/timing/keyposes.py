@@ -20,7 +20,6 @@ from .clip_motion import ClipMotion
 
 HOLD_SPEED = 0.15  # px/frame below which a frame pair counts as not moving (flow noise on identical frames)
 MIN_RATIO = 0.5  # a motion minimum is at most this fraction of the speed on both sides of it
-REASONS = ("first", "last", "hold", "contact", "direction change", "motion minimum", "breakdown")
 
 
 @dataclass(frozen=True)
