@@ -15,6 +15,7 @@ from .nodes.animegamer import decoder_nodes, mllm_nodes
 from .nodes.motion import comfy_nodes as motion_nodes
 from .nodes.pose import comfy_nodes as pose_nodes
 from .nodes.sprite import comfy_nodes as sprite_nodes
+from .nodes.timing import comfy_nodes as timing_nodes
 from .nodes.vc2 import comfy_nodes as vc2_nodes
 from .trainers import comfy_nodes as trainer_nodes
 
@@ -22,6 +23,7 @@ FEATURE_NODE_MODULES: tuple = (
     vc2_nodes,
     trainer_nodes,
     sprite_nodes,
+    timing_nodes,
     pose_nodes,
     motion_nodes,
     mllm_nodes,

@@ -361,6 +361,110 @@ def export_animation(
     return pipeline.export_animation(rgb, alpha, directory, name, format, fps, durations_ms, loop)
 
 
+# ----------------------------------------------------------------------------- animation timing (keys, timing charts, smears)
+
+
+def key_poses(
+    frames: Any,
+    alpha: Any | None = None,
+    max_keys: int | None = None,
+    *,
+    pose: Any | None = None,
+    breakdowns: bool = False,
+    progress: ProgressFn | None = None,
+) -> list[int]:
+    """Key poses of a clip as sorted frame indices, first and last frame included.
+
+    Keys are holds (the frame a still pose is reached), motion minima (a swing's extremes), sharp
+    direction changes and contacts, found from optical flow, the sprite's ``alpha`` ([T,H,W], or the
+    4th channel of ``frames``) and optionally the rig's joints (``pose``: POSE_KEYPOINT, one entry per
+    frame).  Steady motion yields no key.  ``max_keys`` keeps the strongest; ``breakdowns`` adds
+    the fastest frame between each two keys.  :func:`key_pose_report` gives the reasons.
+    """
+    return sorted(
+        k["frame"]
+        for k in key_pose_report(frames, alpha, max_keys, pose=pose, breakdowns=breakdowns, progress=progress)
+    )
+
+
+def key_pose_report(
+    frames: Any,
+    alpha: Any | None = None,
+    max_keys: int | None = None,
+    *,
+    pose: Any | None = None,
+    breakdowns: bool = False,
+    progress: ProgressFn | None = None,
+) -> list[dict[str, Any]]:
+    """The keys of :func:`key_poses` ranked strongest first: ``{"frame", "score", "reason"}`` each."""
+    from .nodes.timing.clip_motion import measure
+    from .nodes.timing.keyposes import find_key_poses
+
+    ranked = find_key_poses(measure(frames, alpha, pose, progress), max_keys, breakdowns)
+    return [{"frame": k.frame, "score": k.score, "reason": k.reason} for k in ranked]
+
+
+def time_animation(
+    frames: Any,
+    keys: Sequence[int],
+    on: int = 2,
+    hold: int = 2,
+    spacing: str = "ease-in-out",
+    *,
+    alpha: Any | None = None,
+    anticipation: float = 0.0,
+    overshoot: float = 0.0,
+    inbetween: str = "flow",
+    pose: Any | None = None,
+    progress: ProgressFn | None = None,
+) -> tuple[Any, list[int]]:
+    """Rebuild a clip from its ``keys`` with a timing chart: ``(out_frames, durations)``.
+
+    Each key is held ``hold`` frames; between two keys ``L`` frames apart come
+    ``round((L - hold) / on)`` in-betweens of ``on`` frames each, spaced along the distance travelled
+    by ``spacing`` (``even``, ``ease-in`` u², ``ease-out`` 1-(1-u)², ``ease-in-out`` piecewise
+    quadratic; see ``docs/timing.md``), optionally with ``anticipation``/``overshoot``.  In-betweens
+    are source frames where one sits at the wanted place, else warped along the optical flow
+    (``inbetween="flow"``) or the nearest source frame (``"nearest"``).  The first and last frame
+    always act as keys.  ``out_frames`` is a float32 IMAGE tensor with the input's channels (RGBA in,
+    RGBA out; with ``alpha`` given, ``[T,H,W,4]``); every key frame appears in it unchanged and in
+    order.  ``durations`` holds one integer per output frame in source-frame units.
+    """
+    import numpy as np
+    import torch
+
+    from .nodes.timing.clip_motion import measure
+    from .nodes.timing.retime import retime
+
+    motion = measure(frames, alpha, pose, progress)
+    result = retime(frames, alpha, motion, list(keys), on, hold, spacing, anticipation, overshoot, inbetween, progress)
+    out = result.rgb if result.alpha is None else np.concatenate([result.rgb, result.alpha[..., None]], axis=-1)
+    return torch.from_numpy(np.ascontiguousarray(out, np.float32)), list(result.durations)
+
+
+def smear_frames(
+    frames: Any,
+    alpha: Any,
+    threshold: float = 8.0,
+    strength: float = 0.7,
+    style: str = "smear",
+    copies: int = 3,
+    keys: Sequence[int] | None = None,
+) -> tuple[Any, Any, list[int]]:
+    """Smears (``style="smear"``) or multiples on frames that moved more than ``threshold`` px.
+
+    Returns ``(rgb [T,H,W,3], alpha [T,H,W], smeared frame indices)``; frames in ``keys`` and frames
+    below the threshold come back unchanged.  ``strength`` (0..1) is how far back toward the
+    previous pose the smear reaches.
+    """
+    import torch
+
+    from .nodes.timing.smear import smear_frames as _smear
+
+    result = _smear(frames, alpha, threshold, strength, style, copies, list(keys) if keys else None)
+    return torch.from_numpy(result.rgb), torch.from_numpy(result.alpha), result.smeared
+
+
 # ----------------------------------------------------------------------------- pose from rigs
 
 
@@ -597,6 +701,8 @@ __all__ = [
     "GameAnimError",
     "hold_frames",
     "InputError",
+    "key_pose_report",
+    "key_poses",
     "load_animegamer_decoder",
     "load_animegamer_mllm",
     "load_animegamer_vae",
@@ -618,8 +724,10 @@ __all__ = [
     "sample_vc2",
     "save_game",
     "save_sprite_sheet",
+    "smear_frames",
     "sprite_sheet",
     "stabilise",
+    "time_animation",
     "train_lora",
     "UnsafePathError",
     "vc2_token_count",

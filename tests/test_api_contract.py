@@ -43,6 +43,8 @@ CONTRACT = {
     "new_game": [("character", EMPTY), ("window", 1)],
     "game_step": [("model", EMPTY), ("game", EMPTY), ("instruction", EMPTY), ("max_new_tokens", 200)],
     "load_animegamer_decoder": [("source", EMPTY), ("config", None)],
+    "key_poses": [("frames", EMPTY), ("alpha", None), ("max_keys", None)],
+    "time_animation": [("frames", EMPTY), ("keys", EMPTY), ("on", 2), ("hold", 2), ("spacing", "ease-in-out")],
 }
 
 

@@ -16,7 +16,14 @@ WORKFLOW = "workflows/api/sprite_postprocess.json"
 def run_workflow(pack, path):
     graph = json.loads(path.read_text())
     outputs, ui = {}, {}
-    for node_id in sorted(graph, key=int):
+    order: list[str] = []
+    while len(order) < len(graph):  # dependencies first, as ComfyUI runs them
+        order += [
+            n
+            for n in sorted(graph, key=int)
+            if n not in order and all(v[0] in order for v in graph[n]["inputs"].values() if isinstance(v, list))
+        ][:1]
+    for node_id in order:
         node = graph[node_id]
         instance = pack.NODE_CLASS_MAPPINGS[node["class_type"]]()
         kwargs = {k: outputs[v[0]][v[1]] if isinstance(v, list) else v for k, v in node["inputs"].items()}
@@ -51,14 +58,18 @@ def test_api_workflow_runs_through_the_nodes(pack, pack_root, tmp_path, monkeypa
     out = tmp_path / "output" / "gameanim"
     sheet_png = out / ui["5"]["images"][0]["filename"]
     atlas = json.loads(sheet_png.with_suffix(".json").read_text())
-    assert len(atlas["frames"]) == 4  # on twos, then holds merged into 4 frames of 2/12 s
-    assert {f["duration"] for f in atlas["frames"].values()} == {167}
+    keys = [int(k) for k in outputs["9"][0].split(",")]
+    timing = outputs["10"][2]
+    assert keys[0] == 0 and keys[-1] == 7 and timing["source_keys"] == keys
+    # the Timing Chart's drawings, each lasting its duration (in source frames at 12 fps)
+    assert len(atlas["frames"]) == len(timing["durations"])
+    assert [f["duration"] for f in atlas["frames"].values()] == [round(d * 1000 / 12) for d in timing["durations"]]
     assert sheet_png.with_suffix(".tres").is_file() and sheet_png.with_suffix(".aseprite.json").is_file()
     gif = out / ui["6"]["images"][0]["filename"]
     preview = ui["6"]["gameanim_preview"][0]
-    assert len(preview["frames"]) == 8 and preview["alpha"] and preview["fps"] == 12.0
+    assert len(preview["frames"]) == len(timing["durations"]) and preview["alpha"] and preview["fps"] == 12.0
     with Image.open(gif) as im:
-        assert im.n_frames == 4  # Pillow merges the held duplicates
+        assert im.n_frames == len(timing["durations"])
         assert "transparency" in im.info
 
 

@@ -31,6 +31,25 @@ PREFIX_TIP = (
 )
 
 
+TIMING_TIP = (
+    "Per-frame durations from the Timing Chart node (in source frames; each lasts duration x 1000/fps ms). "
+    "Without it every frame lasts 1000/fps ms."
+)
+
+
+def _durations_ms(timing: dict | None, fps: float, frames: int) -> list[float] | None:
+    """Milliseconds per frame from a GAMEANIM_TIMING value (durations in source frames), or None."""
+    if not timing:
+        return None
+    durations = list(timing.get("durations", []))
+    if len(durations) != frames:
+        raise InputError(
+            f"The timing holds {len(durations)} durations but {frames} frames arrived; connect the image and the "
+            "timing of the same Timing Chart node (frame-count changes in between break the pairing)."
+        )
+    return [d * 1000.0 / fps for d in durations]
+
+
 def _next_free(prefix: str) -> str:
     """``<prefix>_NNNNN`` with a counter above every file already saved under that prefix."""
     rel = sanitize_relative(prefix)
@@ -412,6 +431,7 @@ class GameAnimSpriteSheet:
                     "Empty: the file name for one clip, animation_1, animation_2, ... for several.",
                     default="",
                 ),
+                "timing": field("GAMEANIM_TIMING", TIMING_TIP + " One per clip for a list."),
             },
         }
 
@@ -430,6 +450,7 @@ class GameAnimSpriteSheet:
         godot: list[str],
         mask: list[Any] | None = None,
         animation: list[str] | None = None,
+        timing: list[dict] | None = None,
     ) -> dict:
         from . import pipeline
         from .frames import to_tensor
@@ -439,6 +460,10 @@ class GameAnimSpriteSheet:
         rates = list(fps) if len(fps) == count else [fps[0]] * count
         if len(masks) != count:
             raise InputError(f"{count} clips arrived with {len(masks)} masks; give one mask per clip or none.")
+        timings = list(timing) if timing else [None] * count
+        if len(timings) != count:
+            raise InputError(f"{count} clips arrived with {len(timings)} timings; give one timing per clip or none.")
+        durations = [_durations_ms(t, r, len(c)) for t, r, c in zip(timings, rates, image, strict=True)]
         name = _next_free(filename_prefix[0])
         names = [n for n in (animation or []) if n.strip()]
         if not names:
@@ -455,6 +480,7 @@ class GameAnimSpriteSheet:
             merge_holds[0],
             Path(name).name,
             host.progress(sum(len(clip) for clip in image)),
+            durations,
         )
         aseprite_json, godot = aseprite_json[0], godot[0]
         formats = ["texturepacker_hash"] + (["aseprite_hash"] if aseprite_json else [])
@@ -494,17 +520,26 @@ class GameAnimSpriteExport:
             },
             "optional": {
                 "mask": field("MASK", MASK_TIP + " Without it the image's 4th channel or full opacity is used."),
+                "timing": field("GAMEANIM_TIMING", TIMING_TIP),
             },
         }
 
     def run(
-        self, image: Any, filename_prefix: str, format: str, fps: float, loop: int, mask: Any | None = None
+        self,
+        image: Any,
+        filename_prefix: str,
+        format: str,
+        fps: float,
+        loop: int,
+        mask: Any | None = None,
+        timing: dict | None = None,
     ) -> dict:
         from . import pipeline
 
         name = _next_free(filename_prefix)
+        durations = _durations_ms(timing, fps, len(image))
         paths = pipeline.export_animation(
-            image, mask, host.output_dir(), name, format, fps, None, loop, host.progress(len(image))
+            image, mask, host.output_dir(), name, format, fps, durations, loop, host.progress(len(image))
         )
         entries = [_ui_entry(p) for p in paths]
         ui: dict[str, Any] = {"images": entries}

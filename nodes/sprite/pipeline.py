@@ -107,10 +107,12 @@ def build_animation_sheet(
     merge_holds: bool = False,
     name: str = "sprite",
     progress: ProgressFn | None = None,
+    durations_ms: list[Any | None] | None = None,
 ) -> sheet.Sheet:
     """One sheet holding several named animations (a character's actions), one per ``(rgb, alpha)`` clip.
 
-    Each clip keeps its own frame rate (``fps[i]``) and its held frames are merged within the clip;
+    Each clip keeps its own frame rate (``fps[i]``) or per-frame ``durations_ms[i]`` (e.g. from the
+    Timing Chart node) and its held frames are merged within the clip;
     clips of different sizes share the largest frame size (see :func:`_pad_to`).
     """
     if not clips:
@@ -118,9 +120,10 @@ def build_animation_sheet(
     if len(fps) != len(clips):
         raise InputError(f"Give one fps per clip (or one for all): {len(clips)} clips, {len(fps)} rates.")
     prepared = []
-    for (rgb, alpha), rate in zip(clips, fps, strict=True):
+    timed = durations_ms if durations_ms is not None else [None] * len(clips)
+    for (rgb, alpha), rate, clip_durations in zip(clips, fps, timed, strict=True):
         arr, a = rgb_alpha(rgb, alpha)
-        durations = durations_for(len(arr), rate, None)
+        durations = durations_for(len(arr), rate, clip_durations)
         if merge_holds:
             keep, durations = timing.collapse_holds(arr, a, durations)
             arr, a = arr[keep], a[keep]

@@ -1,0 +1,202 @@
+"""How a clip moves, measured once and shared by key-pose detection, retiming and smears.
+
+Motion comes from three sources, whichever the clip has: optical flow (OpenCV DIS via
+:mod:`..motion.flow`, both directions between neighbouring frames), the sprite's alpha (its
+centroid and its lowest opaque row give a direction and ground contacts that flow on a flat-coloured
+sprite cannot), and the rig's joints when the clip was rendered from a pose (POSE_KEYPOINT): joints
+are exact where pixels are ambiguous.  Flow is zeroed outside the sprite so a transparent
+background is truly static when in-betweens are warped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...core.errors import InputError
+from ...core.progress import ProgressFn, no_progress
+
+# OpenPose body-18 ankles (right, left): the joints whose lowest points are ground contacts.
+ANKLES = (10, 13)
+FOREGROUND_DIFF = 0.05
+SPRITE_ALPHA = 0.004  # flow is kept on every pixel the sprite touches, anti-aliased rim included  # without alpha: a pixel this far from the clip's median is the moving subject
+
+
+@dataclass
+class ClipMotion:
+    """Per-frame-pair motion of a clip of ``n`` frames.
+
+    ``speed[i]`` is the mean displacement in px of the subject's pixels (or joints) from frame ``i`` to
+    ``i+1``; ``velocity[i]`` the subject's overall displacement (centroid) for the same pair;
+    ``bottom[t]`` the lowest row of the subject in frame ``t`` (image y grows downward);
+    ``contact_rows[t, k]`` the y of each foot joint when a rig is known, else None.
+    ``forward[i]`` / ``backward[i]`` are the flows frame ``i -> i+1`` and ``i+1 -> i`` ([H,W,2], px),
+    zero outside the subject of their first frame; ``masks`` the subject per frame ([T,H,W] bool).
+    """
+
+    speed: np.ndarray
+    velocity: np.ndarray
+    bottom: np.ndarray
+    contact_rows: np.ndarray | None
+    forward: np.ndarray
+    backward: np.ndarray
+    masks: np.ndarray
+
+    @property
+    def frame_count(self) -> int:
+        return len(self.bottom)
+
+
+def rgb_alpha(frames: Any, alpha: Any | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """Float32 ``[T,H,W,3]`` and ``[T,H,W]`` (or None) from an IMAGE (4th channel = alpha) and optional MASK."""
+    array = np.asarray(frames.detach().cpu().float().numpy() if hasattr(frames, "detach") else frames, np.float32)
+    if array.ndim == 3:
+        array = array[None]
+    if array.ndim != 4 or array.shape[-1] not in (3, 4):
+        raise InputError(f"Expected frames shaped [T,H,W,3] (an IMAGE batch); got shape {tuple(array.shape)}.")
+    if array.shape[0] < 1:
+        raise InputError("The clip is empty; connect a batch with at least one frame.")
+    a = None
+    if alpha is not None:
+        a = np.asarray(alpha.detach().cpu().float().numpy() if hasattr(alpha, "detach") else alpha, np.float32)
+        if a.ndim == 2:
+            a = np.broadcast_to(a, array.shape[:3])
+        if a.shape != array.shape[:3]:
+            raise InputError(
+                f"The mask is shaped {tuple(a.shape)} but the frames are {tuple(array.shape[:3])}; give one alpha per frame."
+            )
+    elif array.shape[-1] == 4:
+        a = array[..., 3]
+    return np.ascontiguousarray(array[..., :3]), None if a is None else np.ascontiguousarray(a, np.float32)
+
+
+def subject_masks(rgb: np.ndarray, alpha: np.ndarray | None) -> np.ndarray:
+    """Boolean ``[T,H,W]``: every pixel the sprite touches, or what differs from the background.
+
+    Without alpha the background is the frame border's colour when the border is one colour
+    (a sprite on a solid backdrop), else the clip's median frame (a static camera).
+    """
+    if alpha is not None:
+        return alpha > SPRITE_ALPHA
+    border = np.concatenate([rgb[:, :2].reshape(len(rgb), -1, 3), rgb[:, -2:].reshape(len(rgb), -1, 3)], axis=1)
+    border = np.concatenate(
+        [border, rgb[:, :, :2].reshape(len(rgb), -1, 3), rgb[:, :, -2:].reshape(len(rgb), -1, 3)], axis=1
+    )
+    if float(border.std(axis=1).max()) < FOREGROUND_DIFF / 2:
+        background = np.median(border, axis=1)[:, None, None, :]
+    else:
+        background = np.median(rgb, axis=0)[None]
+    return np.abs(rgb - background).max(axis=-1) > FOREGROUND_DIFF
+
+
+def flow_input(rgb: np.ndarray, alpha: np.ndarray | None) -> np.ndarray:
+    """Frames for the flow estimator: premultiplied over black so a transparent background carries no texture."""
+    return rgb if alpha is None else rgb * alpha[..., None]
+
+
+def _aligned_flow(first: np.ndarray, second: np.ndarray, shift: tuple[int, int]) -> np.ndarray:
+    """DIS flow ``first -> second`` after moving ``second`` back by ``shift`` (whole px), shift added back.
+
+    DIS loses small sprites that jump more than their own size between frames; pre-aligning the two
+    sprites by their alpha centroids leaves it only the residual (limbs, rotation, squash).
+    """
+    from ..motion.flow import estimate_flow
+
+    dx, dy = shift
+    moved = np.roll(second, (-dy, -dx), axis=(0, 1)) if dx or dy else second
+    flow = estimate_flow(np.stack([first, moved]), "dis_medium").numpy()[0]
+    flow[..., 0] += dx
+    flow[..., 1] += dy
+    return flow
+
+
+def pair_flows(
+    rgb: np.ndarray, alpha: np.ndarray | None, masks: np.ndarray, progress: ProgressFn | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Forward (``i -> i+1``) and backward (``i+1 -> i``) flows, zero outside each first frame's ``masks``.
+
+    Each pair is pre-aligned by the shift of the masks' centroids (see :func:`_aligned_flow`).
+    """
+    report = progress or no_progress
+    clip = flow_input(rgb, alpha)
+    pairs = len(clip) - 1
+    shifts = np.rint(np.diff(_centroids(masks), axis=0)).astype(int)
+    forward = np.empty((pairs, *clip.shape[1:3], 2), np.float32)
+    backward = np.empty_like(forward)
+    for i in range(pairs):
+        dx, dy = int(shifts[i, 0]), int(shifts[i, 1])
+        forward[i] = _aligned_flow(clip[i], clip[i + 1], (dx, dy))
+        backward[i] = _aligned_flow(clip[i + 1], clip[i], (-dx, -dy))
+        report(i + 1, pairs)
+    forward *= masks[:-1, ..., None]
+    backward *= masks[1:, ..., None]
+    return forward, backward
+
+
+def _centroids(masks: np.ndarray) -> np.ndarray:
+    t, h, w = masks.shape
+    ys, xs = np.mgrid[0:h, 0:w]
+    out = np.zeros((t, 2), np.float64)
+    for i, m in enumerate(masks):
+        if m.any():
+            out[i] = (xs[m].mean(), ys[m].mean())
+        elif i:
+            out[i] = out[i - 1]
+    return out
+
+
+def _bottoms(masks: np.ndarray) -> np.ndarray:
+    rows = masks.any(axis=2)
+    height = masks.shape[1]
+    return np.array([height - 1 - np.argmax(r[::-1]) if r.any() else 0 for r in rows], np.float64)
+
+
+def joints_from_pose(pose: Any, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """POSE_KEYPOINT (first person per frame) → pixel points ``[T,J,2]`` and visibility ``[T,J]``."""
+    if not isinstance(pose, list | tuple) or not pose:
+        raise InputError("The pose input must be a POSE_KEYPOINT list with one entry per frame.")
+    points, visible = [], []
+    for frame in pose:
+        people = frame.get("people") or [] if isinstance(frame, dict) else []
+        flat = (people[0].get("pose_keypoints_2d") or []) if people else []
+        array = np.asarray(flat, np.float64).reshape(-1, 3) if flat else np.zeros((18, 3))
+        points.append(array[:, :2] * (width, height))
+        visible.append(array[:, 2] > 0)
+    joints = max(len(p) for p in points)
+    pts = np.zeros((len(points), joints, 2))
+    vis = np.zeros((len(points), joints), bool)
+    for i, (p, v) in enumerate(zip(points, visible, strict=True)):
+        pts[i, : len(p)], vis[i, : len(v)] = p, v
+    return pts, vis
+
+
+def measure(
+    frames: Any, alpha: Any | None = None, pose: Any | None = None, progress: ProgressFn | None = None
+) -> ClipMotion:
+    """Measure a clip (IMAGE + optional alpha + optional POSE_KEYPOINT with one entry per frame)."""
+    rgb, a = rgb_alpha(frames, alpha)
+    t, h, w = rgb.shape[:3]
+    if t < 2:
+        raise InputError(f"Timing needs a clip of at least 2 frames; got {t}.")
+    masks = subject_masks(rgb, a)
+    forward, backward = pair_flows(rgb, a, masks, progress)
+    weights = masks[:-1].astype(np.float32)
+    magnitude = np.linalg.norm(forward, axis=-1)
+    area = np.maximum(weights.reshape(t - 1, -1).sum(axis=1), 1.0)
+    speed = (magnitude * weights).reshape(t - 1, -1).sum(axis=1) / area
+    velocity = np.diff(_centroids(masks), axis=0)
+    contact_rows = None
+    if pose is not None:
+        pts, vis = joints_from_pose(pose, w, h)
+        if len(pts) != t:
+            raise InputError(f"The pose has {len(pts)} frames but the clip has {t}; give one pose per frame.")
+        both = vis[:-1] & vis[1:]
+        step = np.linalg.norm(np.diff(pts, axis=0), axis=-1)
+        speed = np.array([s[b].mean() if b.any() else 0.0 for s, b in zip(step, both, strict=True)])
+        centre = np.array([p[v].mean(axis=0) if v.any() else (0.0, 0.0) for p, v in zip(pts, vis, strict=True)])
+        velocity = np.diff(centre, axis=0)
+        feet = [j for j in ANKLES if j < pts.shape[1] and vis[:, j].all()]
+        contact_rows = pts[:, feet, 1] if feet else None
+    return ClipMotion(speed, velocity, _bottoms(masks), contact_rows, forward, backward, masks)
