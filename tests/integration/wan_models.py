@@ -33,6 +33,9 @@ import sys
 sys.path.insert(0, ".")
 import torch
 from safetensors.torch import save_file
+from comfy.cli_args import args
+
+args.cpu = True  # before model_management is imported: no GPU probing
 from comfy.ldm.wan.vae import WanVAE
 
 model = WanVAE(dim=96, z_dim=16, dim_mult=[1, 2, 4, 4], num_res_blocks=2, attn_scales=[],

@@ -57,6 +57,7 @@ WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None] | str] = {
     if tokenizer_source() is not None
     else "AnimeGamer's tokenizer files (../shared/reference/animegamer_tokenizer or $GAMEANIM_ANIMEGAMER_TOKENIZER) are absent",
     "vc2_train_concept_lora": _vc2_tiny,
+    "rig_to_sprites_wan": "UMT5-XXL cannot be made tiny; test_rig_to_sprites.py runs this workflow with a stand-in",
 }
 
 # Input overrides (node id -> inputs) for workflows whose shipped sizes take too long on a CPU even with tiny
