@@ -158,6 +158,50 @@ MODEL_FOLDERS: dict[str, ModelFolder] = {
                 ),
             ),
         ),
+        # ComfyUI's own folders, listed for the Wan files the rig-to-sprites workflow loads with core loaders
+        # (registering them again is a no-op: ComfyUI already has these paths).
+        ModelFolder(
+            key="diffusion_models",
+            subdir="diffusion_models",
+            purpose="diffusion models loaded by ComfyUI's UNETLoader",
+            extensions=frozenset({".safetensors"}),
+            files=(
+                ExpectedFile(
+                    "wan2.1_vace_1.3B_fp16.safetensors",
+                    "huggingface.co/Comfy-Org/Wan_2.1_ComfyUI_repackaged (split_files/diffusion_models)",
+                    "Wan 2.1 VACE 1.3B: pose / depth video + reference picture to video",
+                    url="https://huggingface.co/Comfy-Org/Wan_2.1_ComfyUI_repackaged/resolve/main/split_files/diffusion_models/wan2.1_vace_1.3B_fp16.safetensors",
+                ),
+            ),
+        ),
+        ModelFolder(
+            key="text_encoders",
+            subdir="text_encoders",
+            purpose="text encoders loaded by ComfyUI's CLIPLoader",
+            extensions=frozenset({".safetensors"}),
+            files=(
+                ExpectedFile(
+                    "umt5_xxl_fp8_e4m3fn_scaled.safetensors",
+                    "huggingface.co/Comfy-Org/Wan_2.1_ComfyUI_repackaged (split_files/text_encoders)",
+                    "UMT5-XXL for Wan, fp8",
+                    url="https://huggingface.co/Comfy-Org/Wan_2.1_ComfyUI_repackaged/resolve/main/split_files/text_encoders/umt5_xxl_fp8_e4m3fn_scaled.safetensors",
+                ),
+            ),
+        ),
+        ModelFolder(
+            key="vae",
+            subdir="vae",
+            purpose="VAEs loaded by ComfyUI's VAELoader",
+            extensions=frozenset({".safetensors"}),
+            files=(
+                ExpectedFile(
+                    "wan_2.1_vae.safetensors",
+                    "huggingface.co/Comfy-Org/Wan_2.1_ComfyUI_repackaged (split_files/vae)",
+                    "the Wan 2.1 VAE",
+                    url="https://huggingface.co/Comfy-Org/Wan_2.1_ComfyUI_repackaged/resolve/main/split_files/vae/wan_2.1_vae.safetensors",
+                ),
+            ),
+        ),
         ModelFolder(
             key="optical_flow",
             subdir="optical_flow",
@@ -195,6 +239,9 @@ LOADER_INPUTS: dict[str, dict[str, str]] = {
     "GameAnimAnimeGamerDecoderLoader": {"decoder": "animegamer"},
     "GameAnimAnimeGamerDecoderConvert": {"decoder": "animegamer"},
     "GameAnimAnimeGamerVAELoader": {"vae": "animegamer"},
+    "UNETLoader": {"unet_name": "diffusion_models"},
+    "CLIPLoader": {"clip_name": "text_encoders"},
+    "VAELoader": {"vae_name": "vae"},
 }
 
 
