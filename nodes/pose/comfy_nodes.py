@@ -24,6 +24,7 @@ POSE_CAMERA = "GAMEANIM_POSE_CAMERA"
 SAMPLE_PREFIX = "sample:"
 MOTION_SUFFIXES = (".bvh", ".json", *RIG_SUFFIXES)
 CUSTOM_MAPPING = "custom (mapping_file)"
+POSE3D_INPUT = field(POSE3D, "Motion from GameAnim Load Motion.")
 
 
 def _motion_choices() -> list[str]:
@@ -224,7 +225,7 @@ class RenderPose:
     def INPUT_TYPES(cls) -> dict[str, Any]:
         return {
             "required": {
-                "pose3d": field(POSE3D, "Motion from GameAnim Load Motion."),
+                "pose3d": POSE3D_INPUT,
                 "camera": field(POSE_CAMERA, "Camera from GameAnim Pose Camera."),
                 "stick_width": field(
                     "INT",
@@ -264,7 +265,7 @@ class RenderPoseDepthNormal:
     def INPUT_TYPES(cls) -> dict[str, Any]:
         return {
             "required": {
-                "pose3d": field(POSE3D, "Motion from GameAnim Load Motion."),
+                "pose3d": POSE3D_INPUT,
                 "camera": field(
                     POSE_CAMERA, "Camera from GameAnim Pose Camera (use the same one as for the pose maps)."
                 ),
@@ -386,7 +387,7 @@ class FitPoseToWan:
     def INPUT_TYPES(cls) -> dict[str, Any]:
         return {
             "required": {
-                "pose3d": field(POSE3D, "Motion from GameAnim Load Motion."),
+                "pose3d": POSE3D_INPUT,
                 "camera": field(
                     POSE_CAMERA, "Camera from GameAnim Pose Camera; its size is snapped to multiples of 16."
                 ),
