@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -100,3 +102,27 @@ def test_reference_is_letterboxed_on_white():
     assert torch.allclose(reference_on_canvas(rgba, 96, 64, margin=0.0), ref)
     with pytest.raises(InputError, match="mask"):
         reference_on_canvas(image, 96, 64, torch.ones((1, 8, 8)))
+
+
+def test_short_and_single_frame_motions_fill_one_latent_group():
+    pose = _run_cycle()
+    still = resample_pose(
+        replace(
+            pose,
+            points=pose.points[:1],
+            normals=pose.normals[:1],
+            head_centre=pose.head_centre[:1],
+            root=pose.root[:1],
+            hands=None if pose.hands is None else pose.hands[:1],
+            frame_numbers=pose.frame_numbers[:1],
+        ),
+        16.0,
+        81,
+        "keep_speed",
+    )
+    assert still.frame_count == 5 and np.allclose(still.points, pose.points[:1])  # a held pose, not grey padding
+    (short,) = nodes.LoadMotion().load("sample:run_cycle.bvh", 0, 3, 1, "auto")  # 3 frames = 0.067 s
+    fitted = resample_pose(short, 16.0, 81, "fit_whole_motion")
+    assert fitted.frame_count == 5 and np.allclose(fitted.points[-1], short.points[-1])
+    with pytest.raises(InputError, match="fps"):
+        resample_pose(short, 0.0, 81, "keep_speed")
