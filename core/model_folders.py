@@ -162,7 +162,7 @@ MODEL_FOLDERS: dict[str, ModelFolder] = {
             files=(
                 ExpectedFile("<name>.safetensors", "written by the GameAnim trainer nodes"),
                 ExpectedFile(
-                    "fox_knight.safetensors",
+                    "gmknight_concept.safetensors",
                     "written by the LoRA Save node of the concept-LoRA workflow",
                     "the concept LoRA the shipped training workflow makes",
                     written_by="GameAnimLoraSave",
