@@ -61,10 +61,12 @@ def test_resample_interpolates_the_motion_in_time():
     assert np.allclose(fitted.points[5], expected, atol=1e-6)
     face = np.linalg.norm(fitted.normals, axis=-1)
     assert np.allclose(face[face > 0], 1.0)
-    assert list(fitted.frame_numbers[[0, -1]]) == [0, 23]
+    assert list(fitted.frame_numbers[[0, 5, -1]]) == [0, 10, 23]  # sample 5 sits at source frame 9.58
     # frame_step 3 keeps the true timing: the same 0.767 s still gives 13 frames at 16 fps
     stepped = resample_pose(_run_cycle(step=3), 16.0, 81, "keep_speed")
     assert stepped.frame_count == 9 and stepped.fps == 16.0  # frames 0..21 span 0.7 s: 9 frames (0.5 s) + tail
+    # nearest picked rig frames for Blender renders: t = 0.125 s = source frame 3.75 -> frame 3 (of 0, 3, 6, ...)
+    assert list(stepped.frame_numbers[:3]) == [0, 3, 3]
 
 
 def test_fit_node_feeds_a_control_video_that_wan_encodes_without_padding(base_dir):

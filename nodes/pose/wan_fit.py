@@ -81,17 +81,15 @@ def resample_pose(pose: Pose3D, fps: float, max_frames: int, length_rule: str) -
     """
     source = pose.frame_numbers.astype(np.float64) / pose.fps
     source = source - source[0]
-    if pose.frame_count > 1 and np.any(np.diff(source) <= 0):
+    if np.any(np.diff(source) <= 0):
         raise InputError("The motion's frame numbers must increase to resample it in time.")
-    if pose.frame_count == 1:
-        times = np.zeros(WAN_TIME_STRIDE + 1)
-        source = np.zeros(1)
-    else:
-        times = sample_times(source, fps, max_frames, length_rule)
+    times = sample_times(source, fps, max_frames, length_rule)  # a single frame is held for one group
     normals = _interpolate(pose.normals, source, times)
     length = np.linalg.norm(normals, axis=-1, keepdims=True)
     normals = np.divide(normals, length, out=np.zeros_like(normals), where=length > 1e-9)
-    nearest = np.clip(np.searchsorted(source, times - 0.5 / pose.fps), 0, pose.frame_count - 1)
+    right = np.clip(np.searchsorted(source, times), 0, pose.frame_count - 1)
+    left = np.maximum(right - 1, 0)
+    nearest = np.where(np.abs(times - source[left]) <= np.abs(source[right] - times), left, right)
     return replace(
         pose,
         points=_interpolate(pose.points, source, times),
