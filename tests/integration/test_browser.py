@@ -27,9 +27,10 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-# Chromium and the frontend try to reach the internet (fonts, update checks), and a fresh user folder
-# answers 404 for user.css and saved workflows; neither is a fault of the page.
-BENIGN_CONSOLE = ("net::ERR_", "Failed to load resource")
+# Chromium and the frontend try to reach the internet (fonts, update checks, and the missing-models dialog asks
+# the download host for file sizes), and a fresh user folder answers 404 for user.css and saved workflows; none
+# is a fault of the page.
+BENIGN_CONSOLE = ("net::ERR_", "Failed to load resource", "Error fetching file size")
 
 
 @pytest.fixture(scope="module")
