@@ -21,7 +21,9 @@ class ExpectedFile:
     ``url`` is the direct address of that exact file (or folder, for multi-file models) and is set
     only for real released names; patterns such as ``<name>.safetensors`` and files this pack
     writes itself have none.  ``written_by`` names the node that writes the file, so a workflow
-    that makes the file in an earlier stage needs no download for it.
+    that makes the file in an earlier stage needs no download for it.  ``folder`` marks a model that
+    is a whole folder (a tokenizer, a diffusers VAE): ComfyUI's frontend can neither see nor download
+    folders, so those get no ``properties.models`` entry; the workflow's note links them instead.
     """
 
     name: str
@@ -29,6 +31,7 @@ class ExpectedFile:
     note: str = ""
     url: str = ""
     written_by: str = ""
+    folder: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,7 @@ MODEL_FOLDERS: dict[str, ModelFolder] = {
                     "github.com/TencentARC/AnimeGamer (folder MLLM/VisualAR/animegamer_tokenizer)",
                     "the MLLM's tokenizer folder (vocabulary 32284)",
                     url="https://github.com/TencentARC/AnimeGamer/tree/main/MLLM/VisualAR/animegamer_tokenizer",
+                    folder=True,
                 ),
                 ExpectedFile(
                     "VDM_Decoder-<character>/", "huggingface.co/TencentARC/AnimeGamer (SAT checkpoint folder)"
@@ -138,6 +142,7 @@ MODEL_FOLDERS: dict[str, ModelFolder] = {
                     "huggingface.co/THUDM/CogVideoX-2b (folder vae/, with config.json)",
                     "the CogVideoX-2b VAE in diffusers layout",
                     url="https://huggingface.co/THUDM/CogVideoX-2b/tree/main/vae",
+                    folder=True,
                 ),
                 ExpectedFile("3d-vae.pt", "the CogVideoX SAT VAE (vae.zip linked from the THUDM/CogVideo README)"),
             ),
@@ -151,6 +156,7 @@ MODEL_FOLDERS: dict[str, ModelFolder] = {
                     "Mistral-7B-Instruct-v0.1",
                     "huggingface.co/mistralai/Mistral-7B-Instruct-v0.1 (the whole repository as a folder)",
                     url="https://huggingface.co/mistralai/Mistral-7B-Instruct-v0.1/tree/main",
+                    folder=True,
                 ),
             ),
         ),
@@ -229,7 +235,7 @@ def expected_file(key: str, name: str) -> ExpectedFile | None:
 
 
 def loader_models(class_type: str, inputs: Mapping[str, Any]) -> list[dict[str, str]]:
-    """``properties.models`` for one loader node: ``{name, url, directory}`` per file it reads that has a URL.
+    """``properties.models`` for one loader node: ``{name, url, directory}`` per single file it reads that has a URL.
 
     ``directory`` is the ``folder_paths`` key, which is what ComfyUI's frontend looks the folder up by.
     """
@@ -237,6 +243,6 @@ def loader_models(class_type: str, inputs: Mapping[str, Any]) -> list[dict[str, 
     for input_name, key in LOADER_INPUTS.get(class_type, {}).items():
         value = inputs.get(input_name)
         known = expected_file(key, value) if isinstance(value, str) else None
-        if known is not None and known.url:
+        if known is not None and known.url and not known.folder:
             models.append({"name": value, "url": known.url, "directory": key})
     return models

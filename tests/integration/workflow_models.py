@@ -72,6 +72,7 @@ WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None] | str] = {
     if tokenizer_source() is not None
     else "AnimeGamer's tokenizer files (../shared/reference/animegamer_tokenizer or $GAMEANIM_ANIMEGAMER_TOKENIZER) are absent",
     "vc2_train_concept_lora": _vc2_tiny,
+    "vc2_restyle_frames": _vc2_tiny,
     "rig_to_sprites_wan": "UMT5-XXL cannot be made tiny; test_rig_to_sprites.py runs this workflow with a stand-in",
 }
 
@@ -80,6 +81,7 @@ WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None] | str] = {
 WORKFLOW_REDUCTIONS: dict[str, dict[str, dict[str, Any]]] = {
     "vc2_sprite_t2v": {"5": {"width": 64, "height": 64, "frames": 4, "steps": 3}},
     "vc2_action_set": {"2": {"width": 64, "height": 64, "frames": 4, "steps": 2}},
+    "vc2_restyle_frames": {"2": {"max_frames": 4}, "3": {"width": 64, "height": 64}, "8": {"steps": 4}},
     # The tiny AnimeGamer models are float32 CPU models at 64x64; the shipped sizes are the released 720x480x17.
     "animegamer_decode": {
         "1": {"dtype": "float32"},
