@@ -45,6 +45,17 @@ class ModelFolder:
     files: tuple[ExpectedFile, ...] = field(default=())
 
 
+WAN_REPACKAGED = "huggingface.co/Comfy-Org/Wan_2.1_ComfyUI_repackaged"
+
+
+def _comfy_wan_folder(key: str, loader: str, name: str, note: str) -> ModelFolder:
+    """One of ComfyUI's own model folders with the one Wan 2.1 file a shipped workflow loads from it."""
+    url = f"https://{WAN_REPACKAGED}/resolve/main/split_files/{key}/{name}"
+    source = f"{WAN_REPACKAGED} (split_files/{key})"
+    files = (ExpectedFile(name, source, note, url=url),)
+    return ModelFolder(key, key, f"models loaded by ComfyUI's {loader}", frozenset({".safetensors"}), files)
+
+
 MODEL_FOLDERS: dict[str, ModelFolder] = {
     folder.key: folder
     for folder in (
@@ -164,6 +175,16 @@ MODEL_FOLDERS: dict[str, ModelFolder] = {
                 ),
             ),
         ),
+        # ComfyUI's own folders, listed for the Wan files the rig-to-sprites workflow loads with core loaders
+        # (registering them again is a no-op: ComfyUI already has these paths).
+        _comfy_wan_folder(
+            "diffusion_models",
+            "UNETLoader",
+            "wan2.1_vace_1.3B_fp16.safetensors",
+            "Wan 2.1 VACE 1.3B: pose / depth video + reference picture to video",
+        ),
+        _comfy_wan_folder("text_encoders", "CLIPLoader", "umt5_xxl_fp8_e4m3fn_scaled.safetensors", "UMT5-XXL, fp8"),
+        _comfy_wan_folder("vae", "VAELoader", "wan_2.1_vae.safetensors", "the Wan 2.1 VAE"),
         ModelFolder(
             key="optical_flow",
             subdir="optical_flow",
@@ -201,6 +222,9 @@ LOADER_INPUTS: dict[str, dict[str, str]] = {
     "GameAnimAnimeGamerDecoderLoader": {"decoder": "animegamer"},
     "GameAnimAnimeGamerDecoderConvert": {"decoder": "animegamer"},
     "GameAnimAnimeGamerVAELoader": {"vae": "animegamer"},
+    "UNETLoader": {"unet_name": "diffusion_models"},
+    "CLIPLoader": {"clip_name": "text_encoders"},
+    "VAELoader": {"vae_name": "vae"},
 }
 
 

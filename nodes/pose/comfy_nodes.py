@@ -17,12 +17,14 @@ from .camera import PRESETS, PROJECTIONS
 from .motion import load_motion
 from .render_motion import SAMPLE_DIR, CameraSettings, render_pose
 from .skeleton import BUILTIN_MAPPINGS, Pose3D, load_mapping, pose3d_from_motion
+from .wan_fit import LENGTH_RULES, WAN_FPS, WAN_MAX_FRAMES, fit_camera, reference_on_canvas, resample_pose
 
 POSE3D = "GAMEANIM_POSE3D"
 POSE_CAMERA = "GAMEANIM_POSE_CAMERA"
 SAMPLE_PREFIX = "sample:"
 MOTION_SUFFIXES = (".bvh", ".json", *RIG_SUFFIXES)
 CUSTOM_MAPPING = "custom (mapping_file)"
+POSE3D_INPUT = field(POSE3D, "Motion from GameAnim Load Motion.")
 
 
 def _motion_choices() -> list[str]:
@@ -223,7 +225,7 @@ class RenderPose:
     def INPUT_TYPES(cls) -> dict[str, Any]:
         return {
             "required": {
-                "pose3d": field(POSE3D, "Motion from GameAnim Load Motion."),
+                "pose3d": POSE3D_INPUT,
                 "camera": field(POSE_CAMERA, "Camera from GameAnim Pose Camera."),
                 "stick_width": field(
                     "INT",
@@ -263,7 +265,7 @@ class RenderPoseDepthNormal:
     def INPUT_TYPES(cls) -> dict[str, Any]:
         return {
             "required": {
-                "pose3d": field(POSE3D, "Motion from GameAnim Load Motion."),
+                "pose3d": POSE3D_INPUT,
                 "camera": field(
                     POSE_CAMERA, "Camera from GameAnim Pose Camera (use the same one as for the pose maps)."
                 ),
@@ -362,6 +364,108 @@ class SavePoseKeypoints:
         return {"ui": {"openpose_json": [text], "text": [path.name]}, "result": ()}
 
 
+class FitPoseToWan:
+    DESCRIPTION = (
+        "Makes a rig motion and its camera meet Wan 2.1 VACE's control-video rules, so the pose / depth renders "
+        "drive WanVaceToVideo without padding or cropping: 16 fps, 4n+1 frames, width and height multiples of 16. "
+        "Wire width, height and length into WanVaceToVideo and fps into the sprite timing and savers."
+    )
+    CATEGORY = category("Pose")
+    RETURN_TYPES = (POSE3D, POSE_CAMERA, "INT", "INT", "INT", "FLOAT")
+    RETURN_NAMES = ("pose3d", "camera", "width", "height", "length", "fps")
+    OUTPUT_TOOLTIPS = (
+        "The motion resampled to 4n+1 frames at fps.",
+        "The camera with its size snapped to multiples of 16.",
+        "Control-video width (multiple of 16), for WanVaceToVideo.",
+        "Control-video height (multiple of 16), for WanVaceToVideo.",
+        "Frame count (4n+1), for WanVaceToVideo's length.",
+        "Frame rate of the resampled motion, for the sprite timing and savers.",
+    )
+    FUNCTION = "fit"
+
+    @classmethod
+    def INPUT_TYPES(cls) -> dict[str, Any]:
+        return {
+            "required": {
+                "pose3d": POSE3D_INPUT,
+                "camera": field(
+                    POSE_CAMERA, "Camera from GameAnim Pose Camera; its size is snapped to multiples of 16."
+                ),
+                "fps": field(
+                    "FLOAT",
+                    "Frame rate of the control video; Wan 2.1 was trained on 16 fps.",
+                    default=WAN_FPS,
+                    min=1.0,
+                    max=60.0,
+                    step=1.0,
+                ),
+                "max_frames": field(
+                    "INT",
+                    "Longest clip (4n+1); 81 = 5 s at 16 fps, what Wan was trained on. Fewer frames use less VRAM.",
+                    default=WAN_MAX_FRAMES,
+                    min=5,
+                    max=257,
+                    step=4,
+                ),
+                "length_rule": field(
+                    list(LENGTH_RULES),
+                    "fit_whole_motion: the whole motion in the nearest 4n+1 frames (a loop stays a loop, speed changes "
+                    "by under 3 % on long clips); keep_speed: exact fps, the tail that does not fill 4 frames is dropped.",
+                ),
+            }
+        }
+
+    def fit(
+        self, pose3d: Pose3D, camera: CameraSettings, fps: float, max_frames: int, length_rule: str
+    ) -> tuple[Pose3D, CameraSettings, int, int, int, float]:
+        pose = resample_pose(pose3d, fps, max_frames, length_rule)
+        cam = fit_camera(camera)
+        return (pose, cam, cam.width, cam.height, pose.frame_count, float(fps))
+
+
+class WanReferenceImage:
+    DESCRIPTION = (
+        "Puts a character picture on a white canvas of the control video's size, whole and centred, as Wan VACE "
+        "expects a subject reference (WanVaceToVideo would otherwise centre-crop it and may cut off head or feet). "
+        "Transparent pixels become white."
+    )
+    CATEGORY = category("Pose")
+    RETURN_TYPES = ("IMAGE",)
+    RETURN_NAMES = ("reference_image",)
+    OUTPUT_TOOLTIPS = ("One frame, width x height, for WanVaceToVideo's reference_image.",)
+    FUNCTION = "place"
+
+    @classmethod
+    def INPUT_TYPES(cls) -> dict[str, Any]:
+        return {
+            "required": {
+                "image": field("IMAGE", "The character (first frame is used), ideally on a plain background."),
+                "width": field(
+                    "INT", "Canvas width: the control video's width.", default=512, min=16, max=4096, step=16
+                ),
+                "height": field(
+                    "INT", "Canvas height: the control video's height.", default=512, min=16, max=4096, step=16
+                ),
+                "margin": field(
+                    "FLOAT",
+                    "White border around the character, as a fraction of the canvas.",
+                    default=0.05,
+                    min=0.0,
+                    max=0.4,
+                    step=0.01,
+                ),
+            },
+            "optional": {
+                "mask": field(
+                    "MASK", "Alpha of the character (1 = opaque), e.g. from Load Image; outside becomes white."
+                ),
+            },
+        }
+
+    def place(self, image: Any, width: int, height: int, margin: float, mask: Any = None) -> tuple[Any]:
+        return (reference_on_canvas(image, width, height, mask, margin),)
+
+
 NODE_CLASS_MAPPINGS = {
     "GameAnimLoadMotion": LoadMotion,
     "GameAnimPoseCamera": PoseCamera,
@@ -369,6 +473,8 @@ NODE_CLASS_MAPPINGS = {
     "GameAnimRenderPoseDepthNormal": RenderPoseDepthNormal,
     "GameAnimRenderRigMesh": RenderRigMesh,
     "GameAnimSavePoseKeypoints": SavePoseKeypoints,
+    "GameAnimPoseFitWan": FitPoseToWan,
+    "GameAnimWanReferenceImage": WanReferenceImage,
 }
 NODE_DISPLAY_NAME_MAPPINGS = {
     "GameAnimLoadMotion": "GameAnim Load Motion (BVH / JSON / Blender rig)",
@@ -377,4 +483,6 @@ NODE_DISPLAY_NAME_MAPPINGS = {
     "GameAnimRenderPoseDepthNormal": "GameAnim Render Pose Depth / Normal",
     "GameAnimRenderRigMesh": "GameAnim Render Rig Mesh Depth / Normal (Blender)",
     "GameAnimSavePoseKeypoints": "GameAnim Save Pose Keypoints (JSON)",
+    "GameAnimPoseFitWan": "GameAnim Fit Motion to Wan (16 fps, 4n+1, x16)",
+    "GameAnimWanReferenceImage": "GameAnim Wan Reference Image (white canvas)",
 }

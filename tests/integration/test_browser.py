@@ -17,9 +17,10 @@ from .conftest import open_frontend
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
 PREVIEW_WORKFLOW = "sprite_postprocess"
-# Chromium and the frontend try to reach the internet (fonts, update checks), and a fresh user folder
-# answers 404 for user.css and saved workflows; neither is a fault of the page.
-BENIGN_CONSOLE = ("net::ERR_", "Failed to load resource")
+# Chromium and the frontend try to reach the internet (fonts, update checks, and the missing-models dialog asks
+# the download host for file sizes), and a fresh user folder answers 404 for user.css and saved workflows; none
+# is a fault of the page.
+BENIGN_CONSOLE = ("net::ERR_", "Failed to load resource", "Error fetching file size")
 
 
 @pytest.fixture(scope="module")

@@ -71,6 +71,7 @@ WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None] | str] = {
     "animegamer_turn": _animegamer_turn,
     "vc2_train_concept_lora": _vc2_tiny,
     "vc2_restyle_frames": _vc2_tiny,
+    "rig_to_sprites_wan": "UMT5-XXL cannot be made tiny; test_rig_to_sprites.py runs this workflow with a stand-in",
 }
 
 # Workflows whose product is a model file (under models/), not an output file: the file each must write.
