@@ -273,6 +273,7 @@ def sample(
         parameterization="v",
         guidance_rescale=guidance_rescale,
         spacing=spacing,
+        unfixed_last_scale=True,
     )
 
 

@@ -27,8 +27,14 @@ EpsFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch
 FP16_HINT = "This usually means fp16 overflow in the UNet: load the model with dtype bf16 (or fp32) and run again."
 
 
-def ddim_coefficients(schedule: Schedule, steps: int, eta: float, spacing: str = "uniform") -> dict[str, torch.Tensor]:
-    """Per-index DDIM coefficients (index 0 = last step), as the original ``make_schedule`` builds them."""
+def ddim_coefficients(
+    schedule: Schedule, steps: int, eta: float, spacing: str = "uniform", unfixed_last_scale: bool = False
+) -> dict[str, torch.Tensor]:
+    """Per-index DDIM coefficients (index 0 = last step), as the original ``make_schedule`` builds them.
+
+    The last step re-applies ``scale_arr[0]`` (VideoCrafter's "fix a bug" line).  DynamiCrafter's sampler
+    predates that fix and re-applies the last DDIM timestep's own scale: ``unfixed_last_scale=True``.
+    """
     timesteps = torch.as_tensor(ddim_timesteps(steps, schedule.num_timesteps, spacing), dtype=torch.long)
     acp = schedule.alphas_cumprod.double()
     alphas = acp[timesteps]
@@ -38,7 +44,8 @@ def ddim_coefficients(schedule: Schedule, steps: int, eta: float, spacing: str =
     if schedule.scale_arr is not None:
         scale = schedule.scale_arr.double()
         coeffs["scale"] = scale[timesteps]
-        coeffs["scale_prev"] = torch.cat([scale[:1], scale[timesteps[:-1]]])
+        first = scale[timesteps[:1]] if unfixed_last_scale else scale[:1]
+        coeffs["scale_prev"] = torch.cat([first, scale[timesteps[:-1]]])
     return coeffs
 
 
@@ -79,6 +86,7 @@ def ddim_sample(
     parameterization: str = "eps",
     guidance_rescale: float = 0.0,
     spacing: str = "uniform",
+    unfixed_last_scale: bool = False,
 ) -> torch.Tensor:
     """Run DDIM from ``x_T`` and return the final latents ``[B,C,T,H,W]``.
 
@@ -92,7 +100,7 @@ def ddim_sample(
         raise InputError(f"eta must be >= 0, got {eta}.")
     if parameterization not in ("eps", "v"):
         raise InputError(f"parameterization must be 'eps' or 'v', got {parameterization!r}.")
-    coeffs = ddim_coefficients(schedule, steps, eta, spacing)
+    coeffs = ddim_coefficients(schedule, steps, eta, spacing, unfixed_last_scale)
     report = progress or no_progress
     total = steps - start_step
     if noise is not None and eta > 0 and len(noise) < total:
@@ -117,7 +125,7 @@ def ddim_sample(
             e = a_t**0.5 * e + (1 - a_t) ** 0.5 * x
         else:
             pred_x0 = (x - (1 - a_t) ** 0.5 * e) / a_t**0.5
-        direction = (1 - a_prev - sigma**2) ** 0.5 * e
+        direction = max(0.0, 1 - a_prev - sigma**2) ** 0.5 * e  # rounding can dip below 0 at zero SNR
         if "scale" in coeffs:
             pred_x0 = pred_x0 / float(coeffs["scale"][index])
             x = a_prev**0.5 * float(coeffs["scale_prev"][index]) * pred_x0 + direction
