@@ -43,6 +43,31 @@ CONTRACT = {
     "new_game": [("character", EMPTY), ("window", 1)],
     "game_step": [("model", EMPTY), ("game", EMPTY), ("instruction", EMPTY), ("max_new_tokens", 200)],
     "load_animegamer_decoder": [("source", EMPTY), ("config", None)],
+    "load_dynamicrafter": [("source", EMPTY), ("config", None)],
+    "dynamicrafter_conditioning": [
+        ("model", EMPTY),
+        ("image", EMPTY),
+        ("prompt", ""),
+        ("frames", 16),
+        ("end_image", None),
+        ("cfg", 7.5),
+    ],
+    "sample_dynamicrafter": [
+        ("model", EMPTY),
+        ("context", EMPTY),
+        ("uncond_context", EMPTY),
+        ("cond_latents", EMPTY),
+        ("steps", 50),
+        ("cfg", 7.5),
+        ("eta", 1.0),
+        ("fs", 24),
+        ("guidance_rescale", 0.7),
+        ("spacing", "uniform_trailing"),
+        ("x_T", None),
+        ("seed", None),
+        ("noise", None),
+    ],
+    "decode_dynamicrafter": [("model", EMPTY), ("latents", EMPTY), ("chunk", 1)],
 }
 
 

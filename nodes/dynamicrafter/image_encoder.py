@@ -65,7 +65,7 @@ def build_image_encoder(sd: Mapping[str, torch.Tensor], dtype: torch.dtype = tor
         raise ModelFileError(
             f"The image encoder (embedder) weights have no {exc}: not an OpenCLIP image tower."
         ) from exc
-    heads = width // HEAD_WIDTH.get(int(width), 64)
+    heads = max(1, width // HEAD_WIDTH.get(int(width), 64))
     with torch.device("meta"):
         visual = VisionTransformer(
             image_size=grid * patch,
