@@ -12,6 +12,7 @@ from __future__ import annotations
 from .core.host import register_model_folders
 from .nodes import merge_mappings
 from .nodes.animegamer import decoder_nodes, mllm_nodes
+from .nodes.dynamicrafter import comfy_nodes as dynamicrafter_nodes
 from .nodes.motion import comfy_nodes as motion_nodes
 from .nodes.pose import comfy_nodes as pose_nodes
 from .nodes.sprite import comfy_nodes as sprite_nodes
@@ -26,6 +27,7 @@ FEATURE_NODE_MODULES: tuple = (
     motion_nodes,
     mllm_nodes,
     decoder_nodes,
+    dynamicrafter_nodes,
 )
 
 NODE_CLASS_MAPPINGS, NODE_DISPLAY_NAME_MAPPINGS = merge_mappings(FEATURE_NODE_MODULES)

@@ -52,6 +52,34 @@ MODEL_FOLDERS: dict[str, ModelFolder] = {
             ),
         ),
         ModelFolder(
+            key="dynamicrafter",
+            subdir="dynamicrafter",
+            purpose="DynamiCrafter-family image-to-video checkpoints (each release is a model.ckpt: one folder each)",
+            extensions=frozenset({".ckpt", ".pt", ".pth", ".safetensors"}),
+            files=(
+                ExpectedFile(
+                    "godmodeanimation_dc_run_ep19/model.ckpt",
+                    "huggingface.co/lyogavin/godmodeanimation_dc_run_ep19 (file model.ckpt, 21.9 GB Lightning checkpoint)",
+                    "godmodeanimation Run: a character picture in, a run cycle out",
+                ),
+                ExpectedFile(
+                    "DynamiCrafter_512/model.ckpt",
+                    "huggingface.co/Doubiiu/DynamiCrafter_512 (file model.ckpt)",
+                    "DynamiCrafter image-to-video, 320x512",
+                ),
+                ExpectedFile(
+                    "DynamiCrafter_512_Interp/model.ckpt",
+                    "huggingface.co/Doubiiu/DynamiCrafter_512_Interp (file model.ckpt)",
+                    "keyframe interpolation / looping, 320x512",
+                ),
+                ExpectedFile(
+                    "ToonCrafter/model.ckpt",
+                    "huggingface.co/Doubiiu/ToonCrafter (file model.ckpt)",
+                    "cartoon inbetweening (sampling; its dual-reference decoder is not implemented yet)",
+                ),
+            ),
+        ),
+        ModelFolder(
             key="animegamer",
             subdir="animegamer",
             purpose="AnimeGamer MLLM weights, decoder (SAT directory or our converted safetensors), CogVideoX VAE",

@@ -43,6 +43,8 @@ DEFAULT_FRAMES, DEFAULT_HEIGHT, DEFAULT_WIDTH = 16, 320, 512
 # the released 512 models' sampling settings (scripts/run.sh of DynamiCrafter and ToonCrafter)
 DEFAULTS = {"steps": 50, "cfg": 7.5, "eta": 1.0, "guidance_rescale": 0.7, "spacing": "uniform_trailing"}
 DEFAULT_FS = {"image": 24, "interpolate": 10}
+# ToonCrafter's VideoDecoder adds these to the LDM decoder: keyframe cross-attention and temporal mixing
+DUAL_REFERENCE_PARTS = ("attn_refinement.", "time_stack.", "mix_factor", "time_mix_conv.")
 
 
 @dataclass
@@ -121,10 +123,19 @@ def load_model(
         schedule=schedule_from_buffers(parts.buffers),
         image_encoder=build_image_encoder(parts.image_encoder) if encoders and parts.image_encoder else None,
         text_encoder=build_text_encoder(parts.text) if encoders and parts.text else None,
-        vae=build_vae(parts.vae, torch_dtype) if vae and parts.vae else None,
+        vae=build_vae(_plain_vae(parts.vae), torch_dtype) if vae and parts.vae else None,
         dual_reference_vae=parts.dual_reference_vae,
         description=parts.description,
     )
+
+
+def _plain_vae(sd: Mapping[str, Any]) -> dict[str, Any]:
+    """The LDM VAE tensors; for ToonCrafter without its decoder's dual-reference and temporal extras.
+
+    ToonCrafter's encoder is the plain LDM encoder (used here for the keyframes); its decoder needs the extras,
+    so :func:`decode` refuses a dual-reference model instead of decoding with the wrong network.
+    """
+    return {k: v for k, v in sd.items() if not (k.startswith("decoder.") and any(p in k for p in DUAL_REFERENCE_PARTS))}
 
 
 def _need(part: Any, model: DynamiCrafterModel, what: str, prefix: str) -> Any:
@@ -208,12 +219,12 @@ def build_conditioning(
         end = end.expand(start.shape[0], -1, -1, -1) if end.shape[0] == 1 else end
     text = encode_text(model, [prompt] * image.shape[0])
     tokens = encode_image_tokens(model, image)
-    context = torch.cat([text.to(tokens.dtype), tokens], dim=1)
+    context = torch.cat([text.to(tokens.device, tokens.dtype), tokens], dim=1)
     uncond = None
     if cfg != 1.0:
         empty = encode_text(model, [""] * image.shape[0])
         grey = encode_image_tokens(model, torch.full_like(image, 0.5))  # all zeros in the model's -1..1
-        uncond = torch.cat([empty.to(grey.dtype), grey], dim=1)
+        uncond = torch.cat([empty.to(grey.device, grey.dtype), grey], dim=1)
     return Conditioning(context=context, uncond_context=uncond, latents=conditioning_latents(start, frames, end))
 
 
@@ -286,7 +297,33 @@ def decode(
 ) -> torch.Tensor:
     """Latents ``[B,4,T,h,w]`` -> IMAGE ``[B*T, 8h, 8w, 3]`` (per-frame decoding, ``chunk`` frames per call)."""
     vae = _need(model.vae, model, "VAE", "first_stage_model.")
+    if model.dual_reference_vae:
+        raise ModelFileError(
+            f"{model.description}: ToonCrafter's dual-reference VAE decoder (AutoencoderKL_Dualref) is not "
+            "implemented yet. Decode with the DynamiCrafter 512 interp model, or sample with ToonCrafter and decode "
+            "elsewhere."
+        )
     return decode_latents(vae, latents, chunk=chunk, tiled=tiled, progress=progress)
+
+
+def fit_image(image: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """IMAGE ``[B,H,W,C]`` -> ``[B,height,width,3]``: scale the short side to fit, centre-crop the rest.
+
+    The original's preprocessing (``Resize(min(size))`` then ``CenterCrop(size)``), so a picture of any shape
+    gives the training aspect without stretching the character.
+    """
+    import torch.nn.functional as F
+
+    image = _check_images(image, "image")
+    clip_shape(1, 1, height, width)  # validates the size (multiples of 8)
+    _, h, w, _ = image.shape
+    scale = max(height / h, width / w)
+    new_h, new_w = max(height, round(h * scale)), max(width, round(w * scale))
+    x = image.permute(0, 3, 1, 2)
+    if (new_h, new_w) != (h, w):
+        x = F.interpolate(x, size=(new_h, new_w), mode="bicubic", align_corners=False, antialias=True)
+    top, left = (new_h - height) // 2, (new_w - width) // 2
+    return x[:, :, top : top + height, left : left + width].permute(0, 2, 3, 1).clamp(0, 1)
 
 
 def clip_shape(batch: int, frames: int, height: int, width: int) -> tuple[int, ...]:
