@@ -175,7 +175,7 @@ class DynamiCrafterAnimate:
                 **SIZE_INPUTS,
                 "frame_stride": field(
                     "INT",
-                    "Motion-speed condition (DynamiCrafter 512 default 24; larger = more motion).",
+                    "The fps the UNet is conditioned on: smaller gives larger motion (DynamiCrafter 512 and Run: 24).",
                     default=24,
                     min=1,
                     max=60,
@@ -207,7 +207,11 @@ class DynamiCrafterInbetween:
                 "last_keyframe": field("IMAGE", "The ending drawing (same character, same framing)."),
                 **SIZE_INPUTS,
                 "frame_stride": field(
-                    "INT", "Motion-speed condition (ToonCrafter default 10).", default=10, min=1, max=60
+                    "INT",
+                    "The fps the UNet is conditioned on: smaller gives larger motion (ToonCrafter 10, DynamiCrafter interp 5).",
+                    default=10,
+                    min=1,
+                    max=60,
                 ),
             }
         }
