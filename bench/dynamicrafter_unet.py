@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import torch
-from _common import import_pack
+from _common import import_pack, interleaved_best
 
 TINY = {
     "in_channels": 8, "out_channels": 4, "model_channels": 32, "attention_resolutions": [1], "num_res_blocks": 1,
@@ -35,16 +34,6 @@ COMMON = {
     "use_causal_attention": False, "temporal_length": 16, "addition_attention": True,
     "image_cross_attention": True, "default_fs": 24, "fs_condition": True,
 }  # fmt: skip
-
-
-def _interleaved_best(fns: dict[str, object], repeats: int) -> dict[str, float]:
-    best = {name: float("inf") for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
 
 
 def _randomize(model: torch.nn.Module) -> None:
@@ -69,7 +58,7 @@ def compare(name: str, config: dict, frames: int, size: int, repeats: int) -> No
     t, fs = torch.tensor([999]), torch.tensor([24])
     with torch.no_grad():
         diff = (ours(x, t, ctx, fs) - original(x, t, context=ctx, fs=fs)).abs().max().item()
-        times = _interleaved_best(
+        times = interleaved_best(
             {"ours": lambda: ours(x, t, ctx, fs), "original": lambda: original(x, t, context=ctx, fs=fs)}, repeats
         )
     params = sum(p.numel() for p in ours.parameters())

@@ -34,17 +34,13 @@ def manifest_state_dict(name: str) -> dict[str, torch.Tensor]:
 def tiny_full_checkpoint() -> dict[str, torch.Tensor]:
     """A complete tiny DynamiCrafter state dict in the original layout.
 
-    The parity fixture's UNet, Resampler and schedule, plus VC2's tiny OpenCLIP text tower and LDM VAE
-    (the same components at the same prefixes) and a seeded tiny open_clip image tower (width 24 = the
-    fixture Resampler's ``embedding_dim``, 28x28 input, 14-pixel patches) under ``embedder.model.visual.``.
+    The parity fixture's UNet, Resampler, image tower (a tiny open_clip ViT, width 24 = the Resampler's
+    ``embedding_dim``) and schedule, plus VC2's tiny OpenCLIP text tower and LDM VAE (the same components
+    at the same prefixes).
     """
-    from open_clip.transformer import VisionTransformer
     from safetensors.torch import load_file
     from vc2_helpers import tiny_full_checkpoint as vc2_tiny
 
     sd = dict(load_file(TINY_WEIGHTS))
     sd.update({k: v for k, v in vc2_tiny().items() if k.startswith(("cond_stage_model.", "first_stage_model."))})
-    torch.manual_seed(6)
-    visual = VisionTransformer(image_size=28, patch_size=14, width=24, layers=2, heads=1, mlp_ratio=4, output_dim=32)
-    sd.update({f"embedder.model.visual.{k}": v for k, v in visual.state_dict().items()})
     return sd

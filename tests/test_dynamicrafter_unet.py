@@ -173,3 +173,13 @@ def test_unet_rejects_wrong_inputs(tiny):
         unet(parity["unet_x"][:, :4], parity["unet_t"], parity["unet_context"])
     with pytest.raises(InputError, match="context"):
         unet(parity["unet_x"], parity["unet_t"], parity["unet_context"][:, :10])
+
+
+def test_image_tower_matches_the_original_embedder(tiny):
+    """``FrozenOpenCLIPImageEmbedderV2`` (resize, normalise, tokens before ``ln_post``) around a tiny open_clip."""
+    parts, parity, _ = tiny
+    encoder = build_image_encoder(parts.image_encoder)
+    with torch.no_grad():
+        out = encoder(parity["embedder_in"])
+    assert out.shape == (2, 257, 24)
+    torch.testing.assert_close(out, parity["embedder_out"], atol=1e-4, rtol=1e-4)

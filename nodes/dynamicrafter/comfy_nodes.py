@@ -15,20 +15,12 @@ from ...core import host
 from ...core.errors import ModelFileError
 from ...core.preview import animation_preview
 from ..common import category, field
-from ..vc2.comfy_nodes import _on_device
+from ..vc2.comfy_nodes import SEED, _checkpoint_names, _on_device, _resolve
 
 MODEL_TYPE = "DYNAMICRAFTER_MODEL"
 FOLDERS = ("dynamicrafter", "checkpoints")
 CATEGORY = category("DynamiCrafter")
 PREVIEW_FPS = 8.0
-SEED = field(
-    "INT",
-    "Seed of the CPU noise generator: the same seed gives the same clip on any device.",
-    default=123,
-    min=0,
-    max=2**63 - 1,
-    control_after_generate=True,
-)
 
 
 @dataclass
@@ -38,25 +30,6 @@ class LoadedDynamiCrafter:
     model: Any
     offload: bool
     name: str
-
-
-def _checkpoint_names() -> list[str]:
-    names: list[str] = []
-    for key in FOLDERS:
-        for name in host.model_list(key):
-            if name not in names:
-                names.append(name)
-    return names
-
-
-def _resolve(name: str) -> Any:
-    last: ModelFileError | None = None
-    for key in FOLDERS:
-        try:
-            return host.model_path(key, name)
-        except ModelFileError as exc:
-            last = exc
-    raise last if last is not None else ModelFileError(f"{name} not found.")
 
 
 class DynamiCrafterLoader:
@@ -75,7 +48,9 @@ class DynamiCrafterLoader:
     def INPUT_TYPES(cls) -> dict[str, Any]:
         return {
             "required": {
-                "ckpt_name": field(_checkpoint_names(), "A file from models/dynamicrafter or models/checkpoints."),
+                "ckpt_name": field(
+                    _checkpoint_names(FOLDERS), "A file from models/dynamicrafter or models/checkpoints."
+                ),
                 "dtype": field(
                     ["fp16", "bf16", "fp32"],
                     "UNet/VAE precision. fp16 halves VRAM (GroupNorm stays fp32); on a NaN error use bf16 or fp32.",
@@ -90,7 +65,7 @@ class DynamiCrafterLoader:
     def load(self, ckpt_name: str, dtype: str, offload: bool) -> tuple[LoadedDynamiCrafter]:
         from .model import load_model
 
-        model = load_model(_resolve(ckpt_name), dtype=dtype)
+        model = load_model(_resolve(ckpt_name, FOLDERS), dtype=dtype)
         target = host.offload_device() if offload else host.torch_device()
         for module in (model.unet, model.image_proj, model.vae):
             if module is not None:

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..vc2.schedule import LINEAR_END, LINEAR_START, NUM_TRAIN_TIMESTEPS, Schedule, vc2_schedule
+from ..vc2.schedule import schedule_from_buffers as vc2_schedule_from_buffers
 
 
 def dynamicrafter_schedule() -> Schedule:
@@ -30,11 +31,4 @@ def dynamicrafter_schedule() -> Schedule:
 
 def schedule_from_buffers(buffers: Mapping[str, torch.Tensor]) -> Schedule:
     """The checkpoint's own buffers when present (the original sampler reads those), else the default above."""
-    default = dynamicrafter_schedule()
-    acp = buffers.get("alphas_cumprod")
-    scale = buffers.get("scale_arr")
-    if acp is None or acp.ndim != 1 or acp.shape[0] != NUM_TRAIN_TIMESTEPS:
-        acp = default.alphas_cumprod
-    if scale is None or scale.ndim != 1 or scale.shape[0] < NUM_TRAIN_TIMESTEPS:
-        scale = default.scale_arr
-    return Schedule(alphas_cumprod=acp.detach().float().cpu().clone(), scale_arr=scale.detach().float().cpu().clone())
+    return vc2_schedule_from_buffers(dict(buffers), dynamicrafter_schedule())

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...core.errors import InputError, ModelFileError
-from ..vc2.unet import UNetLayout, VC2UNet, convert_vc2_unet, infer_layout, keep_group_norm_fp32
+from ..vc2.unet import UNetLayout, VC2UNet, assign_weights, convert_vc2_unet, infer_layout
 
 TEXT_TOKENS = 77
 TOKENS_PER_FRAME = 16  # openaimodel3d.UNetModel.forward: ``if l_context == 77 + t*16`` (hard-coded)
@@ -206,20 +206,4 @@ def build_dc_unet(
     learnable = any(k.endswith(".attn2.alpha") for k in sd)
     with torch.device("meta"):
         model = DynamiCrafterUNet(layout, default_fs=default_fs, learnable_scale=learnable)
-    try:
-        result = model.load_state_dict(converted, strict=False, assign=True)
-    except RuntimeError as exc:
-        raise ModelFileError(
-            f"The DynamiCrafter UNet weights do not fit the architecture {layout.diffusers_config()} "
-            f"(check the config override): {str(exc).splitlines()[-1].strip()}"
-        ) from exc
-    if result.missing_keys or result.unexpected_keys:
-        raise ModelFileError(
-            "The DynamiCrafter UNet weights do not fit the inferred architecture "
-            f"({len(result.missing_keys)} missing, e.g. {result.missing_keys[:3]}; "
-            f"{len(result.unexpected_keys)} unexpected, e.g. {result.unexpected_keys[:3]})."
-        )
-    model.to(dtype=dtype)
-    if dtype != torch.float32:
-        keep_group_norm_fp32(model, dtype)
-    return model.train(False).requires_grad_(False)
+    return assign_weights(model, converted, dtype, "DynamiCrafter")

@@ -44,18 +44,19 @@ class LoadedVC2:
     name: str
 
 
-def _checkpoint_names() -> list[str]:
+def _checkpoint_names(folders: tuple[str, ...] = FOLDERS) -> list[str]:
+    """The files in the first model folder that has them, then the others, without repeats."""
     names: list[str] = []
-    for key in FOLDERS:
+    for key in folders:
         for name in host.model_list(key):
             if name not in names:
                 names.append(name)
     return names
 
 
-def _resolve(name: str) -> Any:
+def _resolve(name: str, folders: tuple[str, ...] = FOLDERS) -> Any:
     last: ModelFileError | None = None
-    for key in FOLDERS:
+    for key in folders:
         try:
             return host.model_path(key, name)
         except ModelFileError as exc:

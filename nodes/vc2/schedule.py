@@ -49,9 +49,10 @@ def vc2_schedule() -> Schedule:
     )
 
 
-def schedule_from_buffers(buffers: dict[str, torch.Tensor]) -> Schedule:
-    """The checkpoint's own schedule buffers when present (the original sampler reads those), else VC2's."""
-    default = vc2_schedule()
+def schedule_from_buffers(buffers: dict[str, torch.Tensor], default: Schedule | None = None) -> Schedule:
+    """The checkpoint's own schedule buffers when present (the original sampler reads those), else ``default``
+    (VC2's when not given)."""
+    default = default or vc2_schedule()
     acp = buffers.get("alphas_cumprod")
     scale = buffers.get("scale_arr")
     if acp is None or acp.ndim != 1 or acp.shape[0] != NUM_TRAIN_TIMESTEPS:
