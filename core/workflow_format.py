@@ -205,9 +205,116 @@ def ui_to_api(ui: Mapping[str, Any], definitions: Mapping[str, Mapping[str, Any]
 
 # ----------------------------------------------------------------------------- API -> UI
 
+# LiteGraph's measures (frontend 1.27): title bar, one socket row, one widget row, a multiline text box.
+TITLE_H, SLOT_H, WIDGET_H, TEXT_H = 30, 20, 24, 88
+NODE_W, TEXT_W, NOTE_W = 320, 400, 420
+GAP_X, GAP_Y, GROUP_PAD, GROUP_TITLE = 60, 30, 20, 50
 
-def api_to_ui(prompt: Mapping[str, Mapping[str, Any]], definitions: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """Lay out an API prompt as a UI workflow (columns by graph depth) whose conversion gives it back."""
+
+def stage_of(entry: Mapping[str, Any]) -> str | None:
+    """The stage (UI group) a node belongs to: its ``_meta.group``, which the server ignores."""
+    return entry.get("_meta", {}).get("group")
+
+
+def without_stages(prompt: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``prompt`` with the ``_meta.group`` marks removed (what a UI file converts back to)."""
+    out: dict[str, dict[str, Any]] = {}
+    for node_id, entry in prompt.items():
+        copy = dict(entry)
+        if "_meta" in copy:
+            copy["_meta"] = {k: v for k, v in copy["_meta"].items() if k != "group"}
+        out[node_id] = copy
+    return out
+
+
+def _node_size(definition: Mapping[str, Any], sockets: int, title: str) -> list[int]:
+    """Width and height LiteGraph needs for the node's sockets and widgets, so nothing is clipped."""
+    specs = dict(_ordered_inputs(definition))
+    rows = max(sockets, len(definition["output"]))
+    height, multiline = TITLE_H + SLOT_H * rows + 10, False
+    for slot in widget_slots(definition):
+        spec = specs.get(slot) if slot else None
+        if spec is not None and _spec_options(spec).get("multiline"):
+            height += TEXT_H
+            multiline = True
+        else:
+            height += WIDGET_H
+    width = max(TEXT_W if multiline else NODE_W, 12 * len(title) + 60)
+    return [width, height]
+
+
+def _note_size(text: str) -> list[int]:
+    lines = sum(1 + len(line) // 55 for line in text.splitlines())
+    return [NOTE_W, TITLE_H + 20 + 19 * lines]
+
+
+def _layout(
+    prompt: Mapping[str, Mapping[str, Any]],
+    depth: Mapping[str, int],
+    sizes: Mapping[str, list[int]],
+    left: int,
+) -> tuple[dict[str, list[int]], list[dict[str, Any]]]:
+    """Positions for every node and one group box per stage.
+
+    Stages are blocks laid out left to right by their first dependency depth; inside a block nodes
+    stand in columns by depth, stacked top to bottom.  Nodes without a stage form one block per
+    depth.  Blocks never share x ranges, so nodes and groups cannot overlap.
+    """
+    blocks: dict[tuple[int, str], list[str]] = {}
+    first_depth: dict[str, int] = {}
+    for node_id in prompt:
+        stage = stage_of(prompt[node_id])
+        if stage is not None:
+            first_depth[stage] = min(first_depth.get(stage, depth[node_id]), depth[node_id])
+    for node_id in sorted(prompt, key=lambda k: (len(k), k)):
+        stage = stage_of(prompt[node_id])
+        key = (first_depth[stage], stage) if stage is not None else (depth[node_id], "")
+        blocks.setdefault(key, []).append(node_id)
+    positions: dict[str, list[int]] = {}
+    groups: list[dict[str, Any]] = []
+    x = left
+    for (_, stage), members in sorted(blocks.items(), key=lambda item: (item[0][0], item[0][1] == "", item[0][1])):
+        pad = GROUP_PAD if stage else 0
+        top = GROUP_TITLE if stage else 0
+        columns = sorted({depth[m] for m in members})
+        cx = x + pad
+        bottom = 0
+        for column in columns:
+            cy = top + pad
+            in_column = [m for m in members if depth[m] == column]
+            for member in in_column:
+                positions[member] = [cx, cy]
+                cy += sizes[member][1] + GAP_Y + 20
+            bottom = max(bottom, cy - GAP_Y - 20)
+            cx += max(sizes[m][0] for m in in_column) + GAP_X
+        right = cx - GAP_X + pad
+        if stage:
+            groups.append(
+                {
+                    "id": len(groups) + 1,
+                    "title": stage,
+                    "bounding": [x, 0, right - x, bottom + pad],
+                    "color": "#3f789e",
+                    "font_size": 24,
+                    "flags": {},
+                }
+            )
+        x = right + GAP_X
+    return positions, groups
+
+
+def api_to_ui(
+    prompt: Mapping[str, Mapping[str, Any]],
+    definitions: Mapping[str, Mapping[str, Any]],
+    note: str | None = None,
+    models: Mapping[str, list[dict[str, str]]] | None = None,
+) -> dict[str, Any]:
+    """Lay out an API prompt as a UI workflow whose conversion gives it back (without stage marks).
+
+    ``note`` (Markdown) becomes a ``MarkdownNote`` left of the graph; ``models`` maps node ids to
+    their ``properties.models`` entries (name, url, directory), from which the frontend offers
+    downloads of missing files; ``_meta.group`` marks become groups around each stage.
+    """
     depth: dict[str, int] = {}
 
     def depth_of(node_id: str, trail: tuple[str, ...] = ()) -> int:
@@ -220,18 +327,15 @@ def api_to_ui(prompt: Mapping[str, Mapping[str, Any]], definitions: Mapping[str,
 
     for node_id in prompt:
         depth_of(node_id)
-    rows: dict[int, int] = {}
     nodes: list[dict[str, Any]] = []
     links: list[list[Any]] = []
     out_links: dict[tuple[str, int], list[int]] = {}
+    sizes: dict[str, list[int]] = {}
     for node_id in sorted(prompt, key=lambda k: (len(k), k)):
         entry = prompt[node_id]
         definition = definitions.get(entry["class_type"])
         if definition is None:
             raise WorkflowError(f"Node {node_id} has type {entry['class_type']!r}, which is not defined.")
-        column = depth[node_id]
-        row = rows.get(column, 0)
-        rows[column] = row + 1
         specs = dict(_ordered_inputs(definition))
         sockets = []
         for name, value in entry["inputs"].items():
@@ -256,24 +360,31 @@ def api_to_ui(prompt: Mapping[str, Mapping[str, Any]], definitions: Mapping[str,
                 continue
             value = entry["inputs"].get(slot, _spec_options(specs[slot]).get("default"))
             widget_values.append(None if _is_link(value) else value)
+        title = entry.get("_meta", {}).get("title") or definition.get("display_name", entry["class_type"])
+        sizes[node_id] = _node_size(definition, len(sockets), title)
+        properties: dict[str, Any] = {"Node name for S&R": entry["class_type"]}
+        if models and models.get(node_id):
+            properties["models"] = [dict(m) for m in models[node_id]]
         node: dict[str, Any] = {
             "id": int(node_id),
             "type": entry["class_type"],
-            "pos": [50 + 420 * column, 50 + 480 * row],
-            "size": [380, 260],
+            "pos": [0, 0],
+            "size": sizes[node_id],
             "flags": {},
             "order": 0,
             "mode": 0,
             "inputs": sockets,
             "outputs": [],
-            "properties": {"Node name for S&R": entry["class_type"]},
+            "properties": properties,
             "widgets_values": widget_values,
         }
-        title = entry.get("_meta", {}).get("title")
-        if title and title != definition.get("display_name"):
+        if title != definition.get("display_name"):
             node["title"] = title
         nodes.append(node)
+    left = NOTE_W + GAP_X if note else 0
+    positions, groups = _layout(prompt, depth, sizes, left)
     for node in nodes:
+        node["pos"] = positions[str(node["id"])]
         definition = definitions[node["type"]]
         node["outputs"] = [
             {
@@ -285,16 +396,64 @@ def api_to_ui(prompt: Mapping[str, Mapping[str, Any]], definitions: Mapping[str,
         ]
     for order, node_id in enumerate(sorted(depth, key=lambda k: (depth[k], len(k), k))):
         next(n for n in nodes if str(n["id"]) == node_id)["order"] = order
+    if note:
+        nodes.append(
+            {
+                "id": max((n["id"] for n in nodes), default=0) + 1,
+                "type": "MarkdownNote",
+                "pos": [0, 0],
+                "size": _note_size(note),
+                "flags": {},
+                "order": len(nodes),
+                "mode": 0,
+                "inputs": [],
+                "outputs": [],
+                "title": "Read me",
+                "properties": {},
+                "widgets_values": [note],
+                "color": "#432",
+                "bgcolor": "#653",
+            }
+        )
     return {
         "last_node_id": max((n["id"] for n in nodes), default=0),
         "last_link_id": len(links),
         "nodes": nodes,
         "links": links,
-        "groups": [],
+        "groups": groups,
         "config": {},
         "extra": {},
         "version": 0.4,
     }
+
+
+def overlapping_nodes(ui: Mapping[str, Any]) -> list[tuple[int, int]]:
+    """Pairs of node ids whose boxes (title bar included) overlap in a UI workflow."""
+
+    def box(node: Mapping[str, Any]) -> tuple[float, float, float, float]:
+        (x, y), (w, h) = node["pos"], node["size"]
+        return x, y - TITLE_H, x + w, y + h
+
+    nodes = list(ui["nodes"])
+    pairs = []
+    for i, a in enumerate(nodes):
+        ax0, ay0, ax1, ay1 = box(a)
+        for b in nodes[i + 1 :]:
+            bx0, by0, bx1, by1 = box(b)
+            if ax0 < bx1 and bx0 < ax1 and ay0 < by1 and by0 < ay1:
+                pairs.append((a["id"], b["id"]))
+    return pairs
+
+
+def group_members(ui: Mapping[str, Any], group: Mapping[str, Any]) -> set[int]:
+    """Ids of the nodes lying wholly inside ``group``'s box (how the frontend moves them with it)."""
+    gx, gy, gw, gh = group["bounding"]
+    inside = set()
+    for node in ui["nodes"]:
+        (x, y), (w, h) = node["pos"], node["size"]
+        if gx <= x and x + w <= gx + gw and gy <= y - TITLE_H and y + h <= gy + gh:
+            inside.add(node["id"])
+    return inside
 
 
 def _is_link(value: Any) -> bool:

@@ -6,7 +6,8 @@ Creates ``MODELS_DIR/animegamer/gameanim_tiny_decoder.safetensors`` (our convert
 ``AnimeGamerDecoder`` at width 64, 1 layer, 4 latent channels), ``MODELS_DIR/animegamer/gameanim_tiny_vae/`` (a
 diffusers ``AutoencoderKLCogVideoX`` folder: 4 blocks so the 8x spatial / 4x temporal compression is real, 4 latent
 channels) and, with ``--input-dir``, ``gameanim_tiny_representation.safetensors`` (a [1, 226, 64] representation)
-there.  The API workflow ``workflows/api/animegamer_decode.json`` runs on exactly these names without downloads.
+there.  The integration tests write the same tiny models under the shipped workflow's real file names
+(``tests/integration/workflow_models.py``).
 """
 
 from __future__ import annotations

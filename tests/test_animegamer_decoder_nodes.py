@@ -12,6 +12,7 @@ import torch
 from gameanim.core.errors import InputError, ModelFileError, UnsafePathError
 from gameanim.nodes.animegamer import decoder_nodes as dn
 from gameanim.nodes.animegamer.decoder_representation import read_representation, save_representation
+from integration.workflow_models import WORKFLOW_REDUCTIONS, write_decode_workflow_models
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "animegamer_decoder"
@@ -20,13 +21,10 @@ FIXTURE = ROOT / "tests" / "fixtures" / "animegamer_decoder"
 @pytest.fixture(scope="module")
 def comfy_dirs(tmp_path_factory):
     base = tmp_path_factory.mktemp("agdec")
-    import make_tiny_animegamer_decoder as tiny
 
     folder = base / "models" / "animegamer"
     folder.mkdir(parents=True)
-    tiny.make_decoder(folder / tiny.DECODER_NAME)
-    tiny.make_vae(folder / tiny.VAE_NAME)
-    tiny.make_representation(base / "input" / tiny.REPRESENTATION_NAME)
+    write_decode_workflow_models(base / "models", base / "input")
     shutil.copytree(FIXTURE / "sat", folder / "VDM_Decoder-Tiny")
     return base
 
@@ -61,16 +59,18 @@ def _run_api_workflow(prompt: dict) -> dict[str, tuple]:
 
 def test_shipped_api_workflow_runs_on_tiny_models(base_dir):
     prompt = json.loads((ROOT / "workflows" / "api" / "animegamer_decode.json").read_text())
+    for node_id, inputs in WORKFLOW_REDUCTIONS["animegamer_decode"].items():
+        prompt[node_id]["inputs"].update(inputs)
     lists = dn.AnimeGamerDecoderLoader.INPUT_TYPES()["required"]["decoder"][0]
     assert prompt["1"]["inputs"]["decoder"] in lists
     assert prompt["2"]["inputs"]["vae"] in dn.AnimeGamerVAELoader.INPUT_TYPES()["required"]["vae"][0]
     results = _run_api_workflow(prompt)
-    frames, latent, flow = results["4"]
+    frames, latent, flow = results["5"]
     assert frames.shape == (17, 64, 64, 3) and frames.dtype == torch.float32
     assert 0.0 <= float(frames.min()) and float(frames.max()) <= 1.0
     assert latent["samples"].shape == (1, 4, 5, 8, 8)
-    assert flow == 10.0  # no level stored in the file -> level 3 -> 10 (inference_Decoder.py table)
-    again = _run_api_workflow(prompt)["4"][0]
+    assert flow == 15.0  # the turn's stored motion level 4 -> 15 (inference_Decoder.py table)
+    again = _run_api_workflow(prompt)["5"][0]
     assert torch.equal(frames, again)  # seeded
 
 

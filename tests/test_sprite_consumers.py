@@ -79,25 +79,24 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.mark.parametrize("layout", ["grid", "packed"])
-def test_phaser_loads_texturepacker_and_aseprite(tmp_path, layout):
+def run_phaser(directory: Path) -> dict:
+    """Serve ``directory`` (sheet.png + atlases) to Phaser in headless Chromium; its report."""
     chromium = find_chromium()
     if chromium is None:
         skip_because("chromium is not installed (apt-get install -y chromium)")
     if not PHASER.is_file():
         skip_because("phaser is not installed (npm install --prefix tests/js)")
-    paths, alpha = sample_sheet(tmp_path, layout)
-    shutil.copy(PHASER, tmp_path / "phaser.min.js")
-    shutil.copy(HERE / "js" / "atlas_check.html", tmp_path / "index.html")
+    shutil.copy(PHASER, directory / "phaser.min.js")
+    shutil.copy(HERE / "js" / "atlas_check.html", directory / "index.html")
     handler = type("Handler", (_Handler,), {"results": [], "ready": threading.Event()})
     server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), lambda *a, **k: handler(*a, directory=str(tmp_path), **k)
+        ("127.0.0.1", 0), lambda *a, **k: handler(*a, directory=str(directory), **k)
     )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
     proc = subprocess.Popen(
-        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", url],
+        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={directory / 'profile'}", url],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -112,6 +111,33 @@ def test_phaser_loads_texturepacker_and_aseprite(tmp_path, layout):
         server.shutdown()
     result = handler.results[0]
     assert "error" not in result, result
+    return result
+
+
+def run_godot3(directory: Path) -> dict:
+    """Import ``directory``'s sheet.png in a throw-away Godot 3 project and load sheet.godot3.tres."""
+    godot = shutil.which("godot3-server") or shutil.which("godot3")
+    if godot is None:
+        skip_because("Godot 3 is not installed (apt-get install -y godot3-server)")
+    (directory / "project.godot").write_text('config_version=4\n\n[application]\nconfig/name="atlas_check"\n')
+    shutil.copy(HERE / "js" / "godot3_check.gd", directory / "check.gd")
+    env = {"HOME": str(directory), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    # The editor run imports sheet.png (creates .import/); then the script loads the .tres.
+    subprocess.run([godot, "--path", str(directory), "--editor", "--quit"], env=env, timeout=120, capture_output=True)
+    run = subprocess.run(
+        [godot, "--path", str(directory), "-s", "check.gd"], env=env, timeout=120, capture_output=True, text=True
+    )
+    lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, run.stdout + run.stderr
+    result = json.loads(lines[0][len("RESULT ") :])
+    assert result["class"] == "SpriteFrames"
+    return result
+
+
+@pytest.mark.parametrize("layout", ["grid", "packed"])
+def test_phaser_loads_texturepacker_and_aseprite(tmp_path, layout):
+    paths, alpha = sample_sheet(tmp_path, layout)
+    result = run_phaser(tmp_path)
     atlas = json.loads(paths[1].read_text())
     assert result["source"] == atlas["meta"]["size"]
     assert result["names"] == list(atlas["frames"])  # same names, same order, same count
@@ -132,22 +158,8 @@ def test_phaser_loads_texturepacker_and_aseprite(tmp_path, layout):
 
 
 def test_godot3_loads_spriteframes(tmp_path):
-    godot = shutil.which("godot3-server") or shutil.which("godot3")
-    if godot is None:
-        skip_because("Godot 3 is not installed (apt-get install -y godot3-server)")
     paths, _ = sample_sheet(tmp_path, "packed")
-    (tmp_path / "project.godot").write_text('config_version=4\n\n[application]\nconfig/name="atlas_check"\n')
-    shutil.copy(HERE / "js" / "godot3_check.gd", tmp_path / "check.gd")
-    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-    # The editor run imports sheet.png (creates .import/); then the script loads the .tres.
-    subprocess.run([godot, "--path", str(tmp_path), "--editor", "--quit"], env=env, timeout=120, capture_output=True)
-    run = subprocess.run(
-        [godot, "--path", str(tmp_path), "-s", "check.gd"], env=env, timeout=120, capture_output=True, text=True
-    )
-    lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
-    assert lines, run.stdout + run.stderr
-    result = json.loads(lines[0][len("RESULT ") :])
-    assert result["class"] == "SpriteFrames"
+    result = run_godot3(tmp_path)
     (anim,) = result["animations"]
     assert anim["name"] == "sheet" and anim["loop"] and anim["speed"] == 10
     atlas = json.loads(paths[1].read_text())
@@ -158,3 +170,66 @@ def test_godot3_loads_spriteframes(tmp_path):
     # The AtlasTexture margin restores the untrimmed frame size; the atlas is the whole sheet.
     assert all((r[4], r[5]) == (96, 112) for r in anim["regions"])
     assert all(r[6] == atlas["meta"]["size"]["w"] for r in anim["regions"])
+
+
+ACTIONS = {"run": (6, 96, 80), "jump": (4, 112, 96), "idle": (3, 96, 96)}  # frames, height, width
+
+
+def action_set_sheet(directory: Path, layout: str) -> dict:
+    """One sheet of three actions with different frame counts, sizes and rates, through the node.
+
+    The clips come as ComfyUI hands a list to Save Sprite Sheet (VC2 Action Set's clips and
+    action_names); returns the TexturePacker atlas the node wrote.
+    """
+    from gameanim.nodes.sprite import comfy_nodes
+
+    clips, masks = [], []
+    for seed, (t, h, w) in enumerate(ACTIONS.values()):
+        frames, alpha, _ = synth.clip(t=t, h=h, w=w, seed=seed)
+        clips.append(torch.from_numpy(frames))
+        masks.append(torch.from_numpy(alpha))
+    node = comfy_nodes.GameAnimSpriteSheet()
+    out = node.run(
+        image=clips, mask=masks, animation=list(ACTIONS), fps=[10.0, 8.0, 5.0], filename_prefix=["sheet"],
+        layout=[layout], columns=[0], padding=[2], extrude=[1 if layout == "packed" else 0],
+        power_of_two=[False], merge_holds=[False], aseprite_json=[True], godot=["godot3"],
+    )  # fmt: skip
+    written = out["ui"]["text"][0].split(", ")
+    for name in written:  # the consumers load fixed names: sheet.png, sheet.json, ...
+        (directory / name).rename(directory / name.replace("sheet_00001", "sheet"))
+    return json.loads((directory / "sheet.json").read_text())
+
+
+def _rects_by_animation(atlas: dict) -> dict[str, list[list[int]]]:
+    return {
+        name: [[atlas["frames"][f]["frame"][k] for k in "xywh"] for f in frames]
+        for name, frames in atlas["animations"].items()
+    }
+
+
+@pytest.mark.parametrize("layout", ["grid", "packed"])
+def test_phaser_plays_each_animation_of_an_action_set(tmp_path, monkeypatch, layout):
+    monkeypatch.setenv("GAMEANIM_BASE_DIR", str(tmp_path))
+    out_dir = tmp_path / "output"
+    atlas = action_set_sheet(out_dir, layout)
+    expected = _rects_by_animation(atlas)
+    assert {k: len(v) for k, v in expected.items()} == {k: v[0] for k, v in ACTIONS.items()}
+    result = run_phaser(out_dir)
+    # One Phaser animation per Aseprite tag and per TexturePacker animation, each showing its own frames.
+    assert result["played"]["aseprite"] == expected
+    assert result["played"]["texturepacker"] == expected
+    all_rects = [r for rects in expected.values() for r in rects]
+    assert len({tuple(r) for r in all_rects}) == len(all_rects), "no two frames share a rectangle"
+
+
+def test_godot3_plays_each_animation_of_an_action_set(tmp_path, monkeypatch):
+    monkeypatch.setenv("GAMEANIM_BASE_DIR", str(tmp_path))
+    out_dir = tmp_path / "output"
+    atlas = action_set_sheet(out_dir, "packed")
+    result = run_godot3(out_dir)
+    got = {a["name"]: a for a in result["animations"]}
+    assert set(got) == set(ACTIONS)
+    for name, rects in _rects_by_animation(atlas).items():
+        assert [r[:4] for r in got[name]["regions"]] == rects, name
+        assert got[name]["speed"] == {"run": 10, "jump": 8, "idle": 5}[name]
+        assert got[name]["loop"]

@@ -20,6 +20,8 @@ def run_workflow(pack, path):
         node = graph[node_id]
         instance = pack.NODE_CLASS_MAPPINGS[node["class_type"]]()
         kwargs = {k: outputs[v[0]][v[1]] if isinstance(v, list) else v for k, v in node["inputs"].items()}
+        if getattr(instance, "INPUT_IS_LIST", False):  # ComfyUI hands such nodes every input as a list
+            kwargs = {k: [v] for k, v in kwargs.items()}
         result = getattr(instance, instance.FUNCTION)(**kwargs)
         if isinstance(result, dict):
             ui[node_id] = result["ui"]
@@ -67,10 +69,10 @@ def test_prefix_traversal_is_rejected(tmp_path, monkeypatch):
 
     img, mask = torch.zeros(2, 8, 8, 3), torch.ones(2, 8, 8)
     with pytest.raises(UnsafePathError):
-        node.run(img, mask, "../outside", "gif", 12.0, 0)
-    result = node.run(img, mask, "ok/name", "apng", 12.0, 0)
+        node.run(img, "../outside", "gif", 12.0, 0, mask=mask)
+    result = node.run(img, "ok/name", "apng", 12.0, 0, mask=mask)
     assert result["result"][0] == "ok/name_00001.png"
-    assert node.run(img, mask, "ok/name", "apng", 12.0, 0)["result"][0] == "ok/name_00002.png"
+    assert node.run(img, "ok/name", "apng", 12.0, 0)["result"][0] == "ok/name_00002.png"
 
 
 def test_loader_errors(tmp_path, monkeypatch):

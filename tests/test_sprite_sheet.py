@@ -108,7 +108,8 @@ def test_api_sprite_sheet_contract():
     frames, alpha, _ = synth.clip(t=4, h=48, w=64)
     sheet_rgba, atlas = api.sprite_sheet(torch.from_numpy(frames), torch.from_numpy(alpha), columns=2)
     assert sheet_rgba.shape == (1, 1 + 2 * 49, 1 + 2 * 65, 4)
-    assert set(atlas) == {"frames", "meta"}
+    assert set(atlas) == {"frames", "animations", "meta"}
+    assert atlas["animations"] == {"sprite": ["sprite_000", "sprite_001", "sprite_002", "sprite_003"]}
     assert atlas["meta"]["size"] == {"w": 131, "h": 99}
     assert atlas["frames"]["sprite_001"]["frame"] == {"x": 66, "y": 1, "w": 64, "h": 48}
     got = sheet_rgba[0, 1:49, 66:130, 3].numpy()
@@ -155,3 +156,42 @@ def test_sheet_bad_input():
         sheet.build_sheet(frames_rgba(t=2), layout="spiral")
     with pytest.raises(InputError, match="match"):
         api.sprite_sheet(torch.zeros(2, 8, 8, 3), torch.zeros(2, 4, 4))
+
+
+def test_several_animations_share_one_sheet_and_every_atlas_names_them():
+    from gameanim.nodes.sprite import pipeline
+
+    small = synth.clip(t=3, h=40, w=30, seed=1)
+    tall = synth.clip(t=2, h=48, w=26, seed=2)
+    built = pipeline.build_animation_sheet(
+        [(torch.from_numpy(small[0]), torch.from_numpy(small[1])), (torch.from_numpy(tall[0]), tall[1])],
+        ["walk", "jump"],
+        [10.0, 4.0],
+    )
+    assert [f.name for f in built.frames] == ["walk_000", "walk_001", "walk_002", "jump_000", "jump_001"]
+    assert {(f.src_w, f.src_h) for f in built.frames} == {(30, 48)}  # one frame size: the largest of each side
+    assert [f.duration_ms for f in built.frames] == [100, 100, 100, 250, 250]
+    # The smaller clip sits on the shared frame's bottom edge, centred: its first row is transparent.
+    first = built.frames[0]
+    assert built.rgba[first.y : first.y + 8, first.x : first.x + 30, 3].max() == 0
+    tp = sheet.texturepacker(built, "s.png")
+    assert tp["animations"] == {"walk": ["walk_000", "walk_001", "walk_002"], "jump": ["jump_000", "jump_001"]}
+    tags = sheet.aseprite(built, "s.png")["meta"]["frameTags"]
+    assert [(t["name"], t["from"], t["to"]) for t in tags] == [("walk", 0, 2), ("jump", 3, 4)]
+    godot4 = sheet.godot4_tres(built, "res://s.png")
+    assert godot4.count('"name": &"walk"') == 1 and godot4.count('"name": &"jump"') == 1
+    assert '"speed": 10' in godot4 and '"speed": 4' in godot4
+    assert 'SubResource("AtlasTexture_4")' in godot4.split('&"walk"')[1]  # jump's frames follow walk's block
+    godot3 = sheet.godot3_tres(built, "res://s.png")
+    assert godot3.count('"name": "walk"') == 1 and godot3.count('"name": "jump"') == 1
+
+
+@pytest.mark.parametrize(
+    "names,match", [(["a"], "one animation name per clip"), (["a", "a"], "distinct"), (["a", " "], "non-empty")]
+)
+def test_animation_names_are_checked(names, match):
+    from gameanim.nodes.sprite import pipeline
+
+    clip = synth.clip(t=2, h=20, w=20)
+    with pytest.raises(InputError, match=match):
+        pipeline.build_animation_sheet([(clip[0], clip[1])] * 2, names, [12.0, 12.0])

@@ -75,6 +75,12 @@ def _chain(env):
     (stacked,) = tn.ApplyLora().apply(applied, "knight.safetensors", 0.0, False)
     sd_a, sd_s = applied.model.unet.state_dict(), stacked.model.unet.state_dict()
     assert all(torch.equal(sd_a[k], sd_s[k]) for k in sd_a)
+    # A workflow that trains and applies in one queue: lora_name may not exist yet, saved_lora names the file.
+    assert tn.ApplyLora.VALIDATE_INPUTS("not_trained_yet.safetensors") is True
+    assert "'..' is not allowed" in tn.ApplyLora.VALIDATE_INPUTS("../escape.safetensors")
+    (linked,) = tn.ApplyLora().apply(loaded, "not_trained_yet.safetensors", 1.0, False, saved_lora="knight.safetensors")
+    sd_l = linked.model.unet.state_dict()
+    assert all(torch.equal(sd_a[k], sd_l[k]) for k in sd_a)
     # re-running Init with resume continues the checkpoint
     (again,) = tn.LoraTrainInit().init(loaded, dataset, **INIT)
     assert again.step == 3 and again.losses == run.losses

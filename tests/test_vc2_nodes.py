@@ -56,7 +56,8 @@ def test_sampler_and_decode(loaded):
     assert latent["samples"].shape == (1, 4, 2, 8, 8)
     assert latent["fps"] == SMALL["fps"]
     decoded = cn.VC2Decode().decode(loaded, latent, chunk=1, tiled=False)
-    (frames,) = decoded["result"]
+    frames, fps = decoded["result"]
+    assert fps == float(SMALL["fps"]), "the clip's rate reaches the sprite savers"
     (preview,) = decoded["ui"]["gameanim_preview"]
     assert len(preview["frames"]) == 2 and preview["fps"] == SMALL["fps"]
     assert frames.shape == (2, 64, 64, 3) and frames.dtype == torch.float32
@@ -84,7 +85,7 @@ def test_sampler_bad_sizes(loaded, change, match):
 
 
 def test_action_set_keeps_character_and_seed(loaded):
-    frames, labels, per_action = cn.VC2ActionSet().run(
+    frames, labels, per_action, clips, names, fps = cn.VC2ActionSet().run(
         loaded,
         actions="running, sword slash\nrunning",
         character="a red knight",
@@ -100,6 +101,9 @@ def test_action_set_keeps_character_and_seed(loaded):
     assert [i["action"] for i in info] == ["running", "sword slash"]
     assert all("a red knight" in i["prompt"] and i["seed"] == 3 for i in info)
     assert info[1]["first_frame"] == 1 and "sword slashing" in info[1]["prompt"]
+    assert names == ["running", "sword slash"] and fps == float(SMALL["fps"])
+    assert [tuple(c.shape) for c in clips] == [(1, 64, 64, 3)] * 2
+    assert torch.equal(torch.cat(clips), frames)
 
 
 def test_sprite_prompt_form_and_budget():

@@ -7,9 +7,12 @@ from gameanim.core.workflow_format import (
     WorkflowError,
     absolute_paths,
     api_to_ui,
+    group_members,
+    overlapping_nodes,
     ui_to_api,
     validate_api,
     widget_slots,
+    without_stages,
 )
 
 DEFS = {
@@ -149,3 +152,45 @@ def test_absolute_paths_are_found():
         "C:\\x",
         "~/m",
     ]
+
+
+STAGED = {
+    "1": {"inputs": {"seed": 5, "mode": "b"}, "class_type": "Src", "_meta": {"title": "Source", "group": "Make"}},
+    "2": {
+        "inputs": {"image": ["1", 0], "scale": 2.0, "label": "hi", "steps": ["1", 1]},
+        "class_type": "Mid",
+        "_meta": {"title": "My mid", "group": "Make"},
+    },
+    "3": {"inputs": {"image": ["2", 0], "prefix": "out"}, "class_type": "Sink", "_meta": {"title": "Sink"}},
+    "4": {"inputs": {"image": ["2", 0], "prefix": "b"}, "class_type": "Sink", "_meta": {"title": "B", "group": "Save"}},
+}
+
+
+def test_stages_become_groups_around_their_nodes_and_the_note_a_markdown_node():
+    models = {"1": [{"name": "m.safetensors", "url": "https://huggingface.co/x/m.safetensors", "directory": "vae"}]}
+    ui = api_to_ui(STAGED, DEFS, note="# Hello\nPut m.safetensors in models/vae.", models=models)
+    assert ui_to_api(ui, DEFS) == without_stages(STAGED)
+    assert {g["title"] for g in ui["groups"]} == {"Make", "Save"}
+    by_title = {g["title"]: g for g in ui["groups"]}
+    assert group_members(ui, by_title["Make"]) == {1, 2}
+    assert group_members(ui, by_title["Save"]) == {4}
+    assert overlapping_nodes(ui) == []
+    note = next(n for n in ui["nodes"] if n["type"] == "MarkdownNote")
+    assert note["widgets_values"] == ["# Hello\nPut m.safetensors in models/vae."]
+    assert note["id"] == 5 and ui["last_node_id"] == 5
+    assert next(n for n in ui["nodes"] if n["id"] == 1)["properties"]["models"] == models["1"]
+    assert "models" not in next(n for n in ui["nodes"] if n["id"] == 2)["properties"]
+
+
+def test_nodes_are_sized_to_their_widgets():
+    ui = api_to_ui(PROMPT, DEFS)
+    src, mid = (next(n for n in ui["nodes"] if n["id"] == i) for i in (1, 2))
+    # Src: 2 output rows + 3 widget rows (seed, its control value, mode); Mid: 2 socket rows + 2 widgets.
+    assert src["size"][1] == 30 + 2 * 20 + 10 + 3 * 24
+    assert mid["size"][1] == 30 + 2 * 20 + 10 + 2 * 24
+
+
+def test_overlap_is_detected():
+    ui = api_to_ui(PROMPT, DEFS)
+    ui["nodes"][1]["pos"] = list(ui["nodes"][0]["pos"])
+    assert overlapping_nodes(ui) == [(1, 2)]

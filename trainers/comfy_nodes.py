@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core import host
-from ..core.errors import InputError
-from ..core.paths import SAMPLE_DATA, confined
+from ..core.errors import InputError, UnsafePathError
+from ..core.paths import SAMPLE_DATA, confined, sanitize_relative
 from ..nodes.common import category, field
 
 MODEL_TYPE = "VC2_MODEL"
@@ -411,7 +411,8 @@ class LoraSave:
 class ApplyLora:
     DESCRIPTION = (
         "Merge a GameAnim VC2 LoRA into a VC2 model at a strength; chain several to stack. The input model is not "
-        "changed. LoRAs from other tools or other base models are refused with an explanation."
+        "changed. LoRAs from other tools or other base models are refused with an explanation. Link LoRA Save's "
+        "lora_name to saved_lora to apply the LoRA the same workflow has just trained."
     )
     CATEGORY = category("VC2")
     FUNCTION = "apply"
@@ -433,12 +434,34 @@ class ApplyLora:
                     "Apply even if the LoRA was trained on a different VC2 (e.g. a godmodeanimation fine-tune of it).",
                     default=False,
                 ),
-            }
+            },
+            "optional": {
+                "saved_lora": field(
+                    "STRING",
+                    "Link LoRA Save's lora_name here: applies the LoRA this workflow just saved (replaces lora_name).",
+                    forceInput=True,
+                ),
+            },
         }
 
-    def apply(self, vc2_model: Any, lora_name: str, strength: float, allow_other_base: bool) -> tuple[Any]:
+    @classmethod
+    def VALIDATE_INPUTS(cls, lora_name: str) -> bool | str:
+        """Accept a LoRA that does not exist yet: a trainer earlier in the same queue may write it.
+
+        A name that is still missing when the node runs gets the folder's "not found" explanation.
+        """
+        try:
+            sanitize_relative(lora_name)
+        except UnsafePathError as exc:
+            return str(exc)
+        return True
+
+    def apply(
+        self, vc2_model: Any, lora_name: str, strength: float, allow_other_base: bool, saved_lora: str | None = None
+    ) -> tuple[Any]:
         from .lora_file import apply_lora_file
 
+        lora_name = saved_lora or lora_name
         path = host.model_path("gameanim_loras", lora_name)
         merged = apply_lora_file(vc2_model.model, path, strength, allow_other_base)
         return (_swap_model(vc2_model, merged, f"{Path(lora_name).stem}@{strength:g}"),)

@@ -138,6 +138,11 @@ class AnimeGamerDecoderConvert:
 
         rel = sanitize_relative(name.strip().removesuffix(".safetensors") + ".safetensors")
         target = confined(host.folder_paths_for("animegamer")[0], rel)
+        if target.exists() and not overwrite:  # converting is a one-time job: queueing again keeps the file
+            return {
+                "ui": {"text": [f"models/animegamer/{rel} exists; kept (switch on overwrite to redo)"]},
+                "result": (rel,),
+            }
         target.parent.mkdir(parents=True, exist_ok=True)
         convert_to_file(host.model_path("animegamer", decoder), target, dtype=_dtype(dtype), overwrite=overwrite)
         return {"ui": {"text": [f"wrote models/animegamer/{rel}"]}, "result": (rel,)}

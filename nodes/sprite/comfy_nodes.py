@@ -357,11 +357,14 @@ class GameAnimSpriteSheet:
     DESCRIPTION = (
         "Packs the frames on one sheet (grid or trimmed+packed, padding, edge extrusion, optional power-of-two size) "
         "and saves <prefix>_NNNNN.png with atlas files: TexturePacker JSON (Phaser/PixiJS), Aseprite JSON, Godot "
-        "SpriteFrames .tres. Frame durations come from fps (merge_holds turns repeated frames into longer durations)."
+        "SpriteFrames .tres. Frame durations come from fps (merge_holds turns repeated frames into longer durations). "
+        "A list of clips (e.g. VC2 Action Set's clips, through any sprite nodes) becomes one sheet with one named "
+        "animation per clip: Aseprite tags, PixiJS/Phaser animations, one Godot animation each."
     )
     CATEGORY = category("Sprite", "Export")
     FUNCTION = "run"
     OUTPUT_NODE = True
+    INPUT_IS_LIST = True  # several clips arrive as a list and become the animations of one sheet
     RETURN_TYPES = ("IMAGE", "MASK", "STRING")
     RETURN_NAMES = ("sheet", "sheet_mask", "atlas_json")
     OUTPUT_TOOLTIPS = ("The sheet as RGB.", "The sheet's alpha.", "TexturePacker JSON-hash atlas text.")
@@ -370,8 +373,7 @@ class GameAnimSpriteSheet:
     def INPUT_TYPES(cls) -> dict:
         return {
             "required": {
-                "image": field("IMAGE", IMAGE_TIP),
-                "mask": field("MASK", MASK_TIP),
+                "image": field("IMAGE", IMAGE_TIP + " A list of clips gives one animation per clip."),
                 "filename_prefix": field("STRING", PREFIX_TIP, default="gameanim/sprite"),
                 "layout": field(
                     list(LAYOUTS), "grid: equal cells; packed: frames trimmed to their opaque box and packed."
@@ -401,42 +403,60 @@ class GameAnimSpriteSheet:
                 "godot": field(
                     list(GODOT_CHOICES), "Godot SpriteFrames .tres to write (Godot 4 format=3, Godot 3 format=2)."
                 ),
-            }
+            },
+            "optional": {
+                "mask": field("MASK", MASK_TIP + " Without it the image's 4th channel or full opacity is used."),
+                "animation": field(
+                    "STRING",
+                    "Animation name (one per clip for a list, e.g. VC2 Action Set's action_names). "
+                    "Empty: the file name for one clip, animation_1, animation_2, ... for several.",
+                    default="",
+                ),
+            },
         }
 
     def run(
         self,
-        image: Any,
-        mask: Any,
-        filename_prefix: str,
-        layout: str,
-        columns: int,
-        padding: int,
-        extrude: int,
-        power_of_two: bool,
-        fps: float,
-        merge_holds: bool,
-        aseprite_json: bool,
-        godot: str,
+        image: list[Any],
+        filename_prefix: list[str],
+        layout: list[str],
+        columns: list[int],
+        padding: list[int],
+        extrude: list[int],
+        power_of_two: list[bool],
+        fps: list[float],
+        merge_holds: list[bool],
+        aseprite_json: list[bool],
+        godot: list[str],
+        mask: list[Any] | None = None,
+        animation: list[str] | None = None,
     ) -> dict:
         from . import pipeline
         from .frames import to_tensor
 
-        name = _next_free(filename_prefix)
-        built = pipeline.build_sheet(
-            image,
-            mask,
-            columns or None,
-            layout,
-            padding,
-            extrude,
-            power_of_two,
-            fps,
-            None,
-            merge_holds,
+        count = len(image)
+        masks = list(mask) if mask else [None] * count
+        rates = list(fps) if len(fps) == count else [fps[0]] * count
+        if len(masks) != count:
+            raise InputError(f"{count} clips arrived with {len(masks)} masks; give one mask per clip or none.")
+        name = _next_free(filename_prefix[0])
+        names = [n for n in (animation or []) if n.strip()]
+        if not names:
+            names = [Path(name).name] if count == 1 else [f"animation_{i + 1}" for i in range(count)]
+        built = pipeline.build_animation_sheet(
+            list(zip(image, masks, strict=True)),
+            names,
+            rates,
+            columns[0] or None,
+            layout[0],
+            padding[0],
+            extrude[0],
+            power_of_two[0],
+            merge_holds[0],
             Path(name).name,
-            host.progress(len(image)),
+            host.progress(sum(len(clip) for clip in image)),
         )
+        aseprite_json, godot = aseprite_json[0], godot[0]
         formats = ["texturepacker_hash"] + (["aseprite_hash"] if aseprite_json else [])
         formats += {"godot4": ["godot4"], "godot3": ["godot3"], "both": ["godot4", "godot3"], "none": []}[godot]
         written = pipeline.write_sheet(built, host.output_dir(), name, tuple(formats))
@@ -467,15 +487,19 @@ class GameAnimSpriteExport:
         return {
             "required": {
                 "image": field("IMAGE", IMAGE_TIP),
-                "mask": field("MASK", MASK_TIP),
                 "filename_prefix": field("STRING", PREFIX_TIP, default="gameanim/sprite"),
                 "format": field(list(EXPORT_FORMATS), "File format (all keep transparency; GIF only 1-bit)."),
                 "fps": field("FLOAT", "Playback rate.", default=12.0, min=0.1, max=100.0, step=0.1),
                 "loop": field("INT", "Times to loop (0 = forever).", default=0, min=0, max=65535),
-            }
+            },
+            "optional": {
+                "mask": field("MASK", MASK_TIP + " Without it the image's 4th channel or full opacity is used."),
+            },
         }
 
-    def run(self, image: Any, mask: Any, filename_prefix: str, format: str, fps: float, loop: int) -> dict:
+    def run(
+        self, image: Any, filename_prefix: str, format: str, fps: float, loop: int, mask: Any | None = None
+    ) -> dict:
         from . import pipeline
 
         name = _next_free(filename_prefix)

@@ -82,6 +82,59 @@ def build_sheet(
     return sheet.build_sheet(rgba, durations, columns, layout, padding, extrude, power_of_two, name, progress)
 
 
+def _pad_to(rgba: np.ndarray, height: int, width: int) -> np.ndarray:
+    """Frames placed on a larger transparent canvas, bottom edge and horizontal centre kept.
+
+    The feet of an anchored clip sit at its canvas bottom, so clips of different canvas sizes
+    keep a common ground line and centre when they share one frame size.
+    """
+    t, h, w = rgba.shape[:3]
+    out = np.zeros((t, height, width, 4), np.uint8)
+    x0 = (width - w) // 2
+    out[:, height - h :, x0 : x0 + w] = rgba
+    return out
+
+
+def build_animation_sheet(
+    clips: list[tuple[Any, Any | None]],
+    names: list[str],
+    fps: list[float],
+    columns: int | None = None,
+    layout: str = "grid",
+    padding: int = 1,
+    extrude: int = 0,
+    power_of_two: bool = False,
+    merge_holds: bool = False,
+    name: str = "sprite",
+    progress: ProgressFn | None = None,
+) -> sheet.Sheet:
+    """One sheet holding several named animations (a character's actions), one per ``(rgb, alpha)`` clip.
+
+    Each clip keeps its own frame rate (``fps[i]``) and its held frames are merged within the clip;
+    clips of different sizes share the largest frame size (see :func:`_pad_to`).
+    """
+    if not clips:
+        raise InputError("No clips to put on the sheet.")
+    if len(fps) != len(clips):
+        raise InputError(f"Give one fps per clip (or one for all): {len(clips)} clips, {len(fps)} rates.")
+    prepared = []
+    for (rgb, alpha), rate in zip(clips, fps, strict=True):
+        arr, a = rgb_alpha(rgb, alpha)
+        durations = durations_for(len(arr), rate, None)
+        if merge_holds:
+            keep, durations = timing.collapse_holds(arr, a, durations)
+            arr, a = arr[keep], a[keep]
+        prepared.append((sheet.to_rgba8(arr, a), durations))
+    height = max(r.shape[1] for r, _ in prepared)
+    width = max(r.shape[2] for r, _ in prepared)
+    rgba = np.concatenate([_pad_to(r, height, width) for r, _ in prepared])
+    durations = np.concatenate([d for _, d in prepared])
+    runs = sheet.animation_runs(names, [len(r) for r, _ in prepared])
+    return sheet.build_sheet(
+        rgba, durations, columns, layout, padding, extrude, power_of_two, name, progress, animations=runs
+    )
+
+
 def write_sheet(
     built: sheet.Sheet, directory: str | os.PathLike[str], name: str, formats: tuple[str, ...]
 ) -> list[Path]:

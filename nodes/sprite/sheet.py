@@ -6,12 +6,18 @@ atlas records the trim offsets so engines restore the original frame size and pi
 ``padding`` leaves transparent pixels between frames; ``extrude`` repeats each frame's edge pixels
 outward, which stops neighbouring frames bleeding in under bilinear filtering or mip-mapping.
 
+A sheet holds one or more named animations (a character's action set on one texture); frames are
+named ``<animation>_NNN`` and every writer names the animations the way its engine reads them.
+
 Atlas writers (all carry per-frame durations in ms):
 
-- TexturePacker JSON hash/array — what Phaser (``load.atlas``) and PixiJS (``Spritesheet``) read.
-- Aseprite JSON hash/array — with ``meta.frameTags`` for Phaser's ``createFromAseprite``.
+- TexturePacker JSON hash/array — what Phaser (``load.atlas``) and PixiJS (``Spritesheet``) read,
+  with PixiJS's ``animations`` table (animation name → frame names in order).
+- Aseprite JSON hash/array — one ``meta.frameTags`` entry per animation, for Phaser's
+  ``createFromAseprite``.
 - Godot 4 ``SpriteFrames`` ``.tres`` (``format=3``, per-frame relative ``duration``) and the
-  Godot 3 ``format=2`` variant (no per-frame durations in Godot 3: longer frames are repeated).
+  Godot 3 ``format=2`` variant (no per-frame durations in Godot 3: longer frames are repeated),
+  one animation entry per animation.
 """
 
 from __future__ import annotations
@@ -50,16 +56,42 @@ class FrameRect:
 
 
 @dataclass(frozen=True)
+class Animation:
+    """A named run of consecutive frames of a sheet: ``frames[first : first + count]``."""
+
+    name: str
+    first: int
+    count: int
+
+
+@dataclass(frozen=True)
 class Sheet:
-    """A packed sheet: ``rgba`` uint8 ``[H,W,4]`` and the frame rectangles in playback order."""
+    """A packed sheet: ``rgba`` uint8 ``[H,W,4]``, the frame rectangles in playback order, the animations."""
 
     rgba: np.ndarray
     frames: list[FrameRect]
     name: str
+    animations: tuple[Animation, ...] = ()
 
     @property
     def size(self) -> tuple[int, int]:
         return int(self.rgba.shape[1]), int(self.rgba.shape[0])
+
+    def clips(self) -> list[tuple[Animation, list[FrameRect]]]:
+        """Each animation with its frames (one animation named after the sheet when none were given)."""
+        runs = self.animations or (Animation(self.name, 0, len(self.frames)),)
+        return [(a, self.frames[a.first : a.first + a.count]) for a in runs]
+
+
+def animation_runs(names: list[str], counts: list[int]) -> tuple[Animation, ...]:
+    """Consecutive :class:`Animation` runs for clips of ``counts`` frames, checking the names."""
+    if len(names) != len(counts):
+        raise InputError(f"Give one animation name per clip: {len(counts)} clips, {len(names)} names.")
+    cleaned = [n.strip() for n in names]
+    if any(not n for n in cleaned) or len(set(cleaned)) != len(cleaned):
+        raise InputError(f"Animation names must be non-empty and distinct; got {names}.")
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int)
+    return tuple(Animation(n, int(f), int(c)) for n, f, c in zip(cleaned, starts, counts, strict=True))
 
 
 def to_rgba8(rgb: np.ndarray, alpha: np.ndarray) -> np.ndarray:
@@ -106,8 +138,13 @@ def build_sheet(
     power_of_two: bool = False,
     name: str = "sprite",
     progress: ProgressFn | None = None,
+    animations: tuple[Animation, ...] = (),
 ) -> Sheet:
-    """Lay out uint8 RGBA frames ``[T,H,W,4]`` on one sheet (see the module docstring)."""
+    """Lay out uint8 RGBA frames ``[T,H,W,4]`` on one sheet (see the module docstring).
+
+    ``animations`` splits the frames into named runs (see :func:`animation_runs`); without it the
+    whole sheet is one animation named ``name``.
+    """
     if rgba.ndim != 4 or rgba.shape[-1] != 4:
         raise InputError(f"Sheet frames must be RGBA [T,H,W,4]; got shape {tuple(rgba.shape)}.")
     t, fh, fw = rgba.shape[:3]
@@ -122,6 +159,9 @@ def build_sheet(
     durations = np.full(t, 100.0) if durations_ms is None else np.asarray(durations_ms, np.float64)
     if durations.shape != (t,) or (durations <= 0).any():
         raise InputError(f"Give one positive duration (ms) per frame: {t} frames, got {durations.tolist()}.")
+    if animations and (animations[0].first != 0 or sum(a.count for a in animations) != t):
+        raise InputError(f"The animations cover {sum(a.count for a in animations)} frames; the sheet has {t}.")
+    frame_names = [f"{a.name}_{i:03d}" for a in (animations or (Animation(name, 0, t),)) for i in range(a.count)]
     report = progress or no_progress
     if layout == "grid":
         boxes = [(0, 0, fw, fh)] * t
@@ -153,7 +193,7 @@ def build_sheet(
         sheet[py : py + crop.shape[0], px : px + crop.shape[1]] = crop
         frames.append(
             FrameRect(
-                name=f"{name}_{i:03d}",
+                name=frame_names[i],
                 x=px + extrude,
                 y=py + extrude,
                 w=x1 - x0,
@@ -166,7 +206,7 @@ def build_sheet(
             )
         )
         report(i + 1, t)
-    return Sheet(sheet, frames, name)
+    return Sheet(sheet, frames, name, tuple(animations))
 
 
 # ----------------------------------------------------------------------------- atlas writers
@@ -198,11 +238,12 @@ def texturepacker(sheet: Sheet, image: str, array: bool = False) -> dict:
         frames: dict | list = [{"filename": f.name, **_frame_entry(f)} for f in sheet.frames]
     else:
         frames = {f.name: _frame_entry(f) for f in sheet.frames}
-    return {"frames": frames, "meta": meta}
+    animations = {a.name: [f.name for f in clip] for a, clip in sheet.clips()}
+    return {"frames": frames, "animations": animations, "meta": meta}
 
 
 def aseprite(sheet: Sheet, image: str, array: bool = False) -> dict:
-    """Aseprite ``--data`` JSON (hash or array) with one forward ``frameTag`` named after the sheet.
+    """Aseprite ``--data`` JSON (hash or array) with one forward ``frameTag`` per animation.
 
     Frames are named by their index (``"0"``, ``"1"``, ...), as Aseprite writes them with
     ``--filename-format {frame}``: Phaser's ``anims.createFromAseprite`` looks frames up by index
@@ -222,7 +263,8 @@ def aseprite(sheet: Sheet, image: str, array: bool = False) -> dict:
         "size": {"w": w, "h": h},
         "scale": "1",
         "frameTags": [
-            {"name": sheet.name, "from": 0, "to": len(sheet.frames) - 1, "direction": "forward", "color": "#000000ff"}
+            {"name": a.name, "from": a.first, "to": a.first + a.count - 1, "direction": "forward", "color": "#000000ff"}
+            for a, _ in sheet.clips()
         ],
         "layers": [{"name": "Layer 1", "opacity": 255, "blendMode": "normal"}],
         "slices": [],
@@ -230,9 +272,9 @@ def aseprite(sheet: Sheet, image: str, array: bool = False) -> dict:
     return {"frames": frames, "meta": meta}
 
 
-def _base_duration(sheet: Sheet) -> float:
-    """The shortest frame duration (ms): Godot's ``speed`` is 1000 / this, durations are multiples."""
-    return float(min(f.duration_ms for f in sheet.frames))
+def _base_duration(frames: list[FrameRect]) -> float:
+    """The shortest frame duration (ms) of an animation: Godot's ``speed`` is 1000 / this."""
+    return float(min(f.duration_ms for f in frames))
 
 
 def _godot_string(value: str) -> str:
@@ -240,12 +282,12 @@ def _godot_string(value: str) -> str:
 
 
 def godot4_tres(sheet: Sheet, image: str, loop: bool = True) -> str:
-    """A Godot 4 ``SpriteFrames`` resource: one animation, AtlasTexture regions, relative durations.
+    """A Godot 4 ``SpriteFrames`` resource: one animation per sheet animation, AtlasTexture regions,
+    durations relative to each animation's shortest frame.
 
     ``image`` is the texture path as Godot sees it (``res://...``).  Trimmed frames get an
     AtlasTexture ``margin`` so the sprite keeps its full frame size and pivot.
     """
-    base = _base_duration(sheet)
     n = len(sheet.frames)
     out = [f'[gd_resource type="SpriteFrames" load_steps={n + 2} format=3]', ""]
     out += [f'[ext_resource type="Texture2D" path={_godot_string(image)} id="1_sheet"]', ""]
@@ -255,33 +297,41 @@ def godot4_tres(sheet: Sheet, image: str, loop: bool = True) -> str:
         if f.trimmed:
             out.append(f"margin = Rect2({f.src_x}, {f.src_y}, {f.src_w - f.w}, {f.src_h - f.h})")
         out.append("")
-    entries = ",\n".join(
-        f'{{\n"duration": {f.duration_ms / base:.6g},\n"texture": SubResource("AtlasTexture_{i}")\n}}'
-        for i, f in enumerate(sheet.frames)
-    )
-    out += ["[resource]", "animations = [{", f'"frames": [{entries}],']
-    out += [f'"loop": {"true" if loop else "false"},', f'"name": &{_godot_string(sheet.name)},']
-    out += [f'"speed": {1000.0 / base:.6g}', "}]", ""]
+    blocks = []
+    for a, clip in sheet.clips():
+        base = _base_duration(clip)
+        entries = ",\n".join(
+            f'{{\n"duration": {f.duration_ms / base:.6g},\n"texture": SubResource("AtlasTexture_{a.first + i}")\n}}'
+            for i, f in enumerate(clip)
+        )
+        block = [f'"frames": [{entries}],', f'"loop": {"true" if loop else "false"},']
+        block += [f'"name": &{_godot_string(a.name)},', f'"speed": {1000.0 / base:.6g}']
+        blocks.append("{\n" + "\n".join(block) + "\n}")
+    out += ["[resource]", "animations = [" + ", ".join(blocks) + "]", ""]
     return "\n".join(out)
 
 
 def godot3_tres(sheet: Sheet, image: str, loop: bool = True) -> str:
     """A Godot 3 ``SpriteFrames`` resource (``format=2``); a frame lasting k base durations repeats k times."""
-    base = _base_duration(sheet)
     n = len(sheet.frames)
     out = [f'[gd_resource type="SpriteFrames" load_steps={n + 2} format=2]', ""]
     out += [f'[ext_resource path={_godot_string(image)} type="Texture" id=1]', ""]
-    refs = []
     for i, f in enumerate(sheet.frames):
         out += [f'[sub_resource type="AtlasTexture" id={i + 1}]', "atlas = ExtResource( 1 )"]
         out.append(f"region = Rect2( {f.x}, {f.y}, {f.w}, {f.h} )")
         if f.trimmed:
             out.append(f"margin = Rect2( {f.src_x}, {f.src_y}, {f.src_w - f.w}, {f.src_h - f.h} )")
         out.append("")
-        refs += [f"SubResource( {i + 1} )"] * max(1, int(round(f.duration_ms / base)))
-    out += ["[resource]", "animations = [ {", f'"frames": [ {", ".join(refs)} ],']
-    out += [f'"loop": {"true" if loop else "false"},', f'"name": {_godot_string(sheet.name)},']
-    out += [f'"speed": {1000.0 / base:.6g}', "} ]", ""]
+    blocks = []
+    for a, clip in sheet.clips():
+        base = _base_duration(clip)
+        refs = []
+        for i, f in enumerate(clip):
+            refs += [f"SubResource( {a.first + i + 1} )"] * max(1, int(round(f.duration_ms / base)))
+        block = [f'"frames": [ {", ".join(refs)} ],', f'"loop": {"true" if loop else "false"},']
+        block += [f'"name": {_godot_string(a.name)},', f'"speed": {1000.0 / base:.6g}']
+        blocks.append("{\n" + "\n".join(block) + "\n}")
+    out += ["[resource]", "animations = [ " + ", ".join(blocks) + " ]", ""]
     return "\n".join(out)
 
 

@@ -323,9 +323,12 @@ class VC2Decode:
     DESCRIPTION = "Decode a VC2 latent to frames with the checkpoint's VAE, a few frames at a time to bound memory."
     CATEGORY = CATEGORY
     FUNCTION = "decode"
-    RETURN_TYPES = ("IMAGE",)
-    RETURN_NAMES = ("frames",)
-    OUTPUT_TOOLTIPS = ("Frames [B*T,H,W,3], 0..1.",)
+    RETURN_TYPES = ("IMAGE", "FLOAT")
+    RETURN_NAMES = ("frames", "fps")
+    OUTPUT_TOOLTIPS = (
+        "Frames [B*T,H,W,3], 0..1.",
+        "The clip's frame rate (the fps the sampler conditioned on): link it to the sprite savers' fps.",
+    )
 
     @classmethod
     def INPUT_TYPES(cls) -> dict[str, Any]:
@@ -347,7 +350,8 @@ class VC2Decode:
         if samples.ndim != 5:
             raise InputError(f"VC2 Decode needs a 5-D VC2 latent [B,4,T,H,W], got {tuple(samples.shape)}.")
         frames = _decode(vc2_model, samples, chunk, tiled)
-        return {"ui": animation_preview(frames, latent.get("fps", PREVIEW_FPS)), "result": (frames,)}
+        fps = float(latent.get("fps", PREVIEW_FPS))
+        return {"ui": animation_preview(frames, fps), "result": (frames, fps)}
 
 
 class VC2Encode:
@@ -430,16 +434,22 @@ class VC2SpritePrompt:
 class VC2ActionSet:
     DESCRIPTION = (
         "Generate several actions for one character in one queue (same character text, view, background and seed "
-        "policy), so a game gets a consistent animation set. Frames of all actions are returned in order."
+        "policy), so a game gets a consistent animation set. Frames of all actions are returned in order, and "
+        "also as a list of clips with their action names: sprite nodes then process each action on its own and "
+        "Save Sprite Sheet writes one atlas with one named animation per action."
     )
     CATEGORY = CATEGORY
     FUNCTION = "run"
-    RETURN_TYPES = ("IMAGE", "STRING", "INT")
-    RETURN_NAMES = ("frames", "labels", "frames_per_action")
+    RETURN_TYPES = ("IMAGE", "STRING", "INT", "IMAGE", "STRING", "FLOAT")
+    RETURN_NAMES = ("frames", "labels", "frames_per_action", "clips", "action_names", "fps")
+    OUTPUT_IS_LIST = (False, False, False, True, True, False)
     OUTPUT_TOOLTIPS = (
         "All actions' frames, one action after another.",
         "JSON list of {action, prompt, seed, first_frame} in output order.",
         "Frames per action (to split the batch).",
+        "One clip per action (a list: each following node runs once per action).",
+        "The action names, one per clip: link to Save Sprite Sheet's animation input to name the animations.",
+        "The clips' frame rate (the fps the sampler conditioned on): link it to the sprite savers' fps.",
     )
 
     @classmethod
@@ -475,7 +485,7 @@ class VC2ActionSet:
         decode_chunk: int,
         seed: int,
         **kw: Any,
-    ) -> tuple[Any, str, int]:
+    ) -> tuple[Any, str, int, list[Any], list[str], float]:
         import torch
 
         from .model import encode_text
@@ -499,7 +509,8 @@ class VC2ActionSet:
                 }
             )
             frames_out.append(clip)
-        return (torch.cat(frames_out), json.dumps(labels), int(kw["frames"]))
+        names = [label["action"] for label in labels]
+        return (torch.cat(frames_out), json.dumps(labels), int(kw["frames"]), frames_out, names, float(kw["fps"]))
 
 
 NODE_CLASS_MAPPINGS = {

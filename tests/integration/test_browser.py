@@ -95,3 +95,48 @@ def test_template_workflow_runs_and_preview_plays(page, server):
     assert frames > 1 and pixels > 0
     errors = [e for e in page.console_errors if not any(b in e for b in BENIGN_CONSOLE)]
     assert not errors, errors
+
+
+UI_WORKFLOWS = sorted((ROOT / "workflows").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", UI_WORKFLOWS, ids=[p.stem for p in UI_WORKFLOWS])
+def test_shipped_workflow_loads_in_the_frontend_as_its_api_twin(page, path, all_definitions):
+    """The real frontend loads the UI file (note, groups, download entries kept) and queues exactly the API twin."""
+    from gameanim.core.workflow_format import without_stages
+
+    workflow = json.loads(path.read_text(encoding="utf-8"))
+    twin = json.loads((ROOT / "workflows" / "api" / path.name).read_text(encoding="utf-8"))
+    page.console_errors.clear()
+    page.evaluate("wf => window.app.loadGraphData(wf)", workflow)
+    page.wait_for_function("n => window.app.graph._nodes.length === n", arg=len(workflow["nodes"]), timeout=30_000)
+    loaded = page.evaluate(
+        """() => ({
+            groups: window.app.graph._groups.map(g => g.title).sort(),
+            notes: window.app.graph._nodes.filter(n => n.type === 'MarkdownNote').length,
+            models: Object.fromEntries(window.app.graph._nodes
+                .filter(n => n.properties && n.properties.models)
+                .map(n => [String(n.id), n.properties.models])),
+        })"""
+    )
+    assert loaded["groups"] == sorted(g["title"] for g in workflow["groups"])
+    assert loaded["notes"] == 1
+    expected_models = {
+        str(n["id"]): n["properties"]["models"] for n in workflow["nodes"] if "models" in n["properties"]
+    }
+    assert loaded["models"] == expected_models
+    queued = page.evaluate("async () => (await window.app.graphToPrompt()).output")
+    for entry in queued.values():  # frontend-only widgets (Preview Any's text box) are dropped by the server
+        defined = all_definitions[entry["class_type"]]["input"]
+        entry["inputs"] = {k: v for k, v in entry["inputs"].items() if any(k in defined.get(s, {}) for s in defined)}
+    assert queued == without_stages(twin)
+    if path.stem == "vc2_sprite_t2v":
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.evaluate(
+            "() => { window.app.canvas.ds.scale = 0.7; window.app.canvas.ds.offset = [20, 40]; "
+            "window.app.canvas.setDirty(true, true); }"
+        )
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(ARTIFACTS / "browser_vc2_sprite_t2v.png"))
+    errors = [e for e in page.console_errors if not any(b in e for b in BENIGN_CONSOLE)]
+    assert not errors, errors

@@ -25,15 +25,29 @@ def _animegamer_turn(models_dir: Path, input_dir: Path) -> None:
     tiny.make_vae(folder / "vae")
 
 
-def _animegamer_decode(models_dir: Path, input_dir: Path) -> None:
-    """Tiny converted decoder + tiny CogVideoX VAE folder in models/animegamer, a representation in input/."""
+def write_decode_workflow_models(models_dir: Path, input_dir: Path) -> None:
+    """The shipped names of animegamer_decode, tiny: converted decoder, CogVideoX VAE folder, and an
+    ``mllm-output.pt`` in the released layout (``{turn: [representation, text, [motion level, ...]]}``)."""
     import make_tiny_animegamer_decoder as tiny
+    import torch
 
     folder = models_dir / "animegamer"
     folder.mkdir(parents=True, exist_ok=True)
-    tiny.make_decoder(folder / tiny.DECODER_NAME)
-    tiny.make_vae(folder / tiny.VAE_NAME)
-    tiny.make_representation(input_dir / tiny.REPRESENTATION_NAME)
+    # Width 32 as in _animegamer_turn: both workflows load the same shipped decoder name in one server.
+    tiny.make_decoder(folder / "animegamer_decoder_qiqi_fp16.safetensors", width=32)
+    tiny.make_vae(folder / "vae")
+    input_dir.mkdir(parents=True, exist_ok=True)
+    representation = torch.randn(1, 226, 32, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+    torch.save({"ep_0_turn_0": [representation, "Character: Qiqi", [4, 1, 0, 0]]}, input_dir / "mllm-output.pt")
+
+
+def _animegamer_convert(models_dir: Path, input_dir: Path) -> None:
+    """The committed tiny SAT decoder (real key layout) under the released folder name."""
+    import shutil
+
+    target = models_dir / "animegamer" / "VDM_Decoder-Qiqi" / "10000"
+    if not target.exists():
+        shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "animegamer_decoder" / "sat" / "1", target)
 
 
 def _vc2_tiny(models_dir: Path, input_dir: Path) -> None:
@@ -52,11 +66,13 @@ _VC2_VALIDATE = {"width": 64, "height": 64, "frames": 2, "steps": 2}
 WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None] | str] = {
     "vc2_sprite_t2v": _vc2_tiny,
     "vc2_action_set": _vc2_tiny,
-    "animegamer_decode": _animegamer_decode,
+    "animegamer_decode": write_decode_workflow_models,
+    "animegamer_convert_decoder": _animegamer_convert,
     "animegamer_turn": _animegamer_turn
     if tokenizer_source() is not None
     else "AnimeGamer's tokenizer files (../shared/reference/animegamer_tokenizer or $GAMEANIM_ANIMEGAMER_TOKENIZER) are absent",
     "vc2_train_concept_lora": _vc2_tiny,
+    "vc2_restyle_frames": _vc2_tiny,
 }
 
 # Input overrides (node id -> inputs) for workflows whose shipped sizes take too long on a CPU even with tiny
@@ -64,6 +80,13 @@ WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None] | str] = {
 WORKFLOW_REDUCTIONS: dict[str, dict[str, dict[str, Any]]] = {
     "vc2_sprite_t2v": {"5": {"width": 64, "height": 64, "frames": 4, "steps": 3}},
     "vc2_action_set": {"2": {"width": 64, "height": 64, "frames": 4, "steps": 2}},
+    "vc2_restyle_frames": {"2": {"max_frames": 4}, "3": {"width": 64, "height": 64}, "8": {"steps": 4}},
+    # The tiny AnimeGamer models are float32 CPU models at 64x64; the shipped sizes are the released 720x480x17.
+    "animegamer_decode": {
+        "1": {"dtype": "float32"},
+        "2": {"dtype": "float32"},
+        "5": {"width": 64, "height": 64, "steps": 4},
+    },
     "vc2_train_concept_lora": {
         "2": {"width": 64, "height": 64},
         "3": {"total_steps": 4, "checkpoint_every": 2, "resume": False},
@@ -71,5 +94,6 @@ WORKFLOW_REDUCTIONS: dict[str, dict[str, dict[str, Any]]] = {
         "5": _VC2_VALIDATE,
         "6": {"steps": 2},
         "7": _VC2_VALIDATE,
+        "13": {"width": 64, "height": 64, "frames": 4, "steps": 2, "actions": "running, jumping"},
     },
 }
