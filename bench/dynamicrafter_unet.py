@@ -49,7 +49,7 @@ def compare(name: str, config: dict, frames: int, size: int, repeats: int) -> No
     from lvdm.modules.networks.openaimodel3d import UNetModel
 
     torch.manual_seed(0)
-    original = UNetModel(**config, **COMMON).eval()
+    original = UNetModel(**config, **COMMON).train(False)
     _randomize(original)
     ours = build_dc_unet(original.state_dict(), {"num_head_channels": config["num_head_channels"]})
     gen = torch.Generator().manual_seed(2)
