@@ -9,11 +9,11 @@ module; node classes pass :func:`progress` callbacks and device choices down to 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -172,6 +172,27 @@ def send_ui_event(event: str, data: dict[str, Any]) -> None:
         instance.send_sync(event, data)
 
 
+NOTICE_EVENT = "gameanim.notice"
+
+
+def notify(summary: str, detail: str, severity: str = "warn") -> None:
+    """Show a toast in the browser (web/js/gameanim_core.js) and log the same text, so headless runs see it too."""
+    log = logger.warning if severity in ("warn", "error") else logger.info
+    log("%s: %s", summary, detail)
+    send_ui_event(NOTICE_EVENT, {"severity": severity, "summary": summary, "detail": detail})
+
+
+@contextlib.contextmanager
+def notify_on(error: type[BaseException], summary: str) -> Iterator[None]:
+    """Toast an ``error`` raised in the body (e.g. a NaN with its fp16 hint) and let it propagate unchanged:
+    ComfyUI's error dialog shows the traceback view, the toast shows the hint where the user is looking."""
+    try:
+        yield
+    except error as exc:
+        notify(summary, str(exc), "error")
+        raise
+
+
 # ----------------------------------------------------------------------------- devices
 
 
@@ -314,19 +335,23 @@ def weight_dtype(role: str, requested: Any) -> Any:
     return requested
 
 
-@contextmanager
-def on_device(*models: ManagedModel, keep_loaded: bool = True) -> Iterator[Any]:
+@contextlib.contextmanager
+def on_device(*models: ManagedModel, keep_loaded: bool = True, for_training: bool = False) -> Iterator[Any]:
     """Have ``models`` on the compute device for the body; yields that device.
 
     Hosted, ComfyUI loads them (freeing other models first, partially if VRAM is short) and keeps
     them loaded afterwards unless ``keep_loaded`` is False; its memory manager unloads them later when
     another model needs the room.  Plain Python: a move to :func:`torch_device` and back to the CPU
-    when ``keep_loaded`` is False.
+    when ``keep_loaded`` is False.  ``for_training`` moves the weights outside ComfyUI's inference mode
+    (inference tensors cannot be saved for backward).
     """
+    import torch
+
     mm = _model_management()
     patchers = [m.patcher for m in models if m.patcher is not None]
     if mm is not None and patchers:
-        mm.load_models_gpu(patchers)
+        with torch.inference_mode(False) if for_training else contextlib.nullcontext():
+            mm.load_models_gpu(patchers)
         device = patchers[0].load_device
     else:
         device = torch_device()

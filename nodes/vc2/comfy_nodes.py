@@ -9,7 +9,6 @@ holds one stage at a time.  Sampling shows a live latent preview through the hos
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,11 +16,9 @@ from dataclasses import field as dataclass_field
 from typing import Any
 
 from ...core import host
-from ...core.errors import InputError, ModelFileError
+from ...core.errors import InputError, ModelFileError, NumericalError
 from ...core.preview import animation_preview
 from ..common import category, field
-
-logger = logging.getLogger("gameanim")
 
 MODEL_TYPE = "VC2_MODEL"
 FOLDERS = ("videocrafter", "checkpoints")
@@ -175,13 +172,7 @@ class VC2TextEncode:
         message = f"{report.tokens}/{report.limit} tokens"
         if report.truncated:
             message += f"; cut off (not seen by the model): {report.cut_text!r}"
-            logger.warning(
-                "VC2 prompt is %d tokens; VC2 reads 77, so these words are cut: %s", report.tokens, report.cut_text
-            )
-            host.send_ui_event(
-                "gameanim.notice",
-                {"level": "warn", "title": "VC2 prompt cut at 77 tokens", "message": message},
-            )
+            host.notify("VC2 prompt cut at 77 tokens", f"{report.tokens} tokens; not seen: {report.cut_text}")
         context = _encode(vc2_model, [text])
         return {"ui": {"text": [message]}, "result": ([[context, {}]], report.tokens, message)}
 
@@ -218,7 +209,7 @@ def _sample(
             )
         shape = tuple(init_latent.shape)
     run_steps = steps - (skipped_steps(steps, denoise) if init_latent is not None and denoise < 1 else 0)
-    with _on_device(loaded, "unet"):
+    with _on_device(loaded, "unet"), host.notify_on(NumericalError, "VC2 sampling became NaN"):
         reporter = host.preview_progress(run_steps, "sd")
         return sample(
             model,
