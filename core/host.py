@@ -269,6 +269,10 @@ class ManagedModel:
     def __repr__(self) -> str:
         return f"ManagedModel({self.name!r}, role={self.role!r})"
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> None:
+        """A copied module is a different model: it gets its own handle on first :func:`manage`."""
+        return None
+
 
 def _host_container(module: Any, name: str) -> Any:
     """A parent module for the patcher: ComfyUI writes bookkeeping attributes (``device``,
@@ -312,9 +316,23 @@ def _patcher(module: Any, name: str, role: str) -> Any | None:
     )
 
 
+_HANDLE_ATTR = "_gameanim_managed"
+
+
 def manage(module: Any, name: str, role: str = "diffusion") -> ManagedModel:
-    """Put ``module`` under the host's memory manager; ``role`` picks ComfyUI's device policy."""
-    return ManagedModel(module, name, role)
+    """``module`` under the host's memory manager; ``role`` picks ComfyUI's device policy.
+
+    The handle is kept on the module, so every node that receives the same module shares one host
+    entry (the first caller's ``name`` and ``role`` stay).  Typical use, in any node::
+
+        with host.on_device(host.manage(model, "My model")) as device:
+            ...
+    """
+    handle = module.__dict__.get(_HANDLE_ATTR)
+    if handle is None:
+        handle = ManagedModel(module, name, role)
+        module.__dict__[_HANDLE_ATTR] = handle
+    return handle
 
 
 def weight_dtype(role: str, requested: Any) -> Any:

@@ -70,8 +70,7 @@ def _lora_folder() -> Path:
 def _swap_model(loaded: Any, model: Any, suffix: str) -> Any:
     from dataclasses import replace
 
-    kept = {key: handle for key, handle in loaded.parts.items() if handle.module is getattr(model, key)}
-    return replace(loaded, model=model, name=f"{loaded.name}+{suffix}", parts=kept)
+    return replace(loaded, model=model, name=f"{loaded.name}+{suffix}")
 
 
 SIZE = {

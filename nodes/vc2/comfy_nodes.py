@@ -12,7 +12,6 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from dataclasses import field as dataclass_field
 from typing import Any
 
 from ...core import host
@@ -23,6 +22,7 @@ from ..common import category, field
 MODEL_TYPE = "VC2_MODEL"
 FOLDERS = ("videocrafter", "checkpoints")
 CATEGORY = category("VC2")
+PART_ROLES = {"unet": "diffusion", "vae": "vae", "text_encoder": "text_encoder"}  # host device policy per part
 PREVIEW_FPS = 8.0  # playback rate of the node preview when the latent does not say (VC2 renders 16-frame clips)
 SEED = field(
     "INT",
@@ -41,14 +41,10 @@ class LoadedVC2:
     model: Any
     offload: bool
     name: str
-    parts: dict[str, host.ManagedModel] = dataclass_field(default_factory=dict)
 
     def part(self, key: str) -> host.ManagedModel:
-        """The host-managed handle of ``unet``/``vae``/``text_encoder`` (made once, on first use)."""
-        if key not in self.parts:
-            role = {"unet": "diffusion", "vae": "vae", "text_encoder": "text_encoder"}[key]
-            self.parts[key] = host.manage(getattr(self.model, key), f"VC2 {key} ({self.name})", role)
-        return self.parts[key]
+        """The host-managed handle of ``unet``/``vae``/``text_encoder`` (kept on the module, made on first use)."""
+        return host.manage(getattr(self.model, key), f"VC2 {key} ({self.name})", PART_ROLES[key])
 
 
 def _checkpoint_names() -> list[str]:
