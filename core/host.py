@@ -13,7 +13,7 @@ import contextlib
 import importlib
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -442,7 +442,7 @@ class PreviewProgress:
     plain progress callback and previews cost nothing.
     """
 
-    def __init__(self, total: int, kind: str, node_id: str | None = None, rgb: Any = None) -> None:
+    def __init__(self, total: int, kind: str, node_id: str | None = None, rgb: Callable[[], Any] | None = None) -> None:
         utils = _optional("comfy.utils") if _folder_paths() is not None else None
         self._bar = utils.ProgressBar(total, node_id=node_id) if utils is not None else None
         self._previewer = _previewer(kind, rgb) if self._bar is not None else None
@@ -468,25 +468,29 @@ class PreviewProgress:
         check_interrupt()
 
 
-def _previewer(kind: str, rgb: Any) -> Any | None:
+def _previewer(kind: str, rgb: Callable[[], Any] | None) -> Any | None:
     """ComfyUI's previewer for latent ``kind`` honouring the user's preview method, or None."""
     lp = _optional("latent_preview") if in_comfyui() else None
-    if lp is None:
+    if lp is None or lp.args.preview_method == lp.LatentPreviewMethod.NoPreviews:
         return None
-    mm = _model_management()
+    formats = _optional("comfy.latent_formats")
     if kind in _LATENT_FORMATS:
-        fmt = getattr(_optional("comfy.latent_formats"), _LATENT_FORMATS[kind])()
+        fmt = getattr(formats, _LATENT_FORMATS[kind])()
     elif rgb is not None:
-        fmt = _optional("comfy.latent_formats").LatentFormat()
-        fmt.latent_channels = len(rgb[0])
-        fmt.latent_rgb_factors = [[float(v) for v in row] for row in rgb[0]]
-        fmt.latent_rgb_factors_bias = [float(b) for b in rgb[1]]
+        factors, bias = rgb()
+        fmt = formats.LatentFormat()
+        fmt.latent_channels = len(factors)
+        fmt.latent_rgb_factors = [[float(v) for v in row] for row in factors]
+        fmt.latent_rgb_factors_bias = [float(b) for b in bias]
     else:
         return None
-    return lp.get_previewer(mm.get_torch_device(), fmt)
+    return lp.get_previewer(_model_management().get_torch_device(), fmt)
 
 
-def preview_progress(total: int, kind: str, node_id: str | None = None, rgb: Any = None) -> PreviewProgress:
-    """A :class:`PreviewProgress` for ``total`` steps of latents of ``kind`` ("sd" for SD-family 4-channel
-    latents, or any name with ``rgb`` = (factors [C][3], bias [3]) for a linear latent-to-RGB map)."""
+def preview_progress(
+    total: int, kind: str, node_id: str | None = None, rgb: Callable[[], Any] | None = None
+) -> PreviewProgress:
+    """A :class:`PreviewProgress` for ``total`` steps of latents of ``kind``: "sd" for SD-family 4-channel
+    latents (the host's own factors and TAESD), or any other name with ``rgb()`` giving a linear
+    latent-to-RGB map ``(factors [C][3], bias [3])``; ``rgb`` is only called when previews are on."""
     return PreviewProgress(total, kind, node_id, rgb)
