@@ -240,6 +240,30 @@ function dropBuiltinPreview(node) {
   }
   node.imgs = undefined;
   node.images = undefined;
+  const index = node.widgets?.findIndex((w) => w.name === IMAGE_WIDGET) ?? -1;
+  if (index >= 0) node.widgets.splice(index, 1);
+}
+
+// Nodes whose only preview is the frontend's image preview (e.g. Save Sprite Sheet): grow the node so the
+// image gets the room its aspect needs below the widgets, instead of being drawn past the node's bottom.
+const IMAGE_WIDGET = "$$canvas-image-preview"; // the frontend's image preview widget (drawn from its y down)
+const MAX_IMAGE_HEIGHT = 640;
+
+export function imageRoomNeeded(node, image) {
+  const widget = node.widgets?.find((w) => w.name === IMAGE_WIDGET);
+  const top = widget?.y ?? node.computeSize()[1];
+  const height = (node.size[0] * image.naturalHeight) / Math.max(1, image.naturalWidth);
+  return Math.max(node.computeSize()[1], top + Math.min(MAX_IMAGE_HEIGHT, height) + 15);
+}
+
+function fitNodeToImage(node, entry) {
+  const img = new Image();
+  img.onload = () => {
+    const wanted = imageRoomNeeded(node, img);
+    if (node.size[1] < wanted) node.setSize([node.size[0], wanted]);
+    node.setDirtyCanvas?.(true, true);
+  };
+  img.src = viewUrl(entry);
 }
 
 app.registerExtension({
@@ -250,7 +274,10 @@ app.registerExtension({
     nodeType.prototype.onExecuted = function (message) {
       onExecuted?.apply(this, arguments);
       const preview = message?.[PREVIEW_KEY]?.[0];
-      if (!preview) return;
+      if (!preview) {
+        if (message?.images?.[0]) fitNodeToImage(this, message.images[0]);
+        return;
+      }
       dropBuiltinPreview(this);
       showPreview(this, preview);
     };
