@@ -218,13 +218,6 @@ def offload_device() -> Any:
     return mm.unet_offload_device() if mm is not None else torch.device("cpu")
 
 
-def free_memory(bytes_needed: int, device: Any) -> None:
-    """Ask ComfyUI to unload other models until ``bytes_needed`` fit on ``device``."""
-    mm = _model_management()
-    if mm is not None:
-        mm.free_memory(bytes_needed, device)
-
-
 def soft_empty_cache() -> None:
     """Return cached accelerator memory to the driver after a large job."""
     import torch
