@@ -68,3 +68,65 @@ def test_vc2_parts_are_host_loaded_freed_and_reloaded(server):
     second = _run(server)
     assert {"VC2 unet (model.ckpt)", "VC2 vae (model.ckpt)"} <= set(_loaded(server))
     assert second == first
+
+
+# In-process check of the previewer path with the user's preview method switched on (the server above runs
+# with ComfyUI's default, no previews): ComfyUI's own latent_preview turns our latents into JPEG previews on
+# the progress bar, for SD latents (host factors) and for a fitted 16-channel map, and nothing when off.
+_PREVIEW_SCRIPT = r"""
+import importlib.util, json, sys
+sys.path.insert(0, ".")
+import comfy.cli_args
+comfy.cli_args.args.cpu = True  # as --cpu: read when comfy.model_management is first imported
+import comfy.utils, latent_preview
+from comfy.cli_args import LatentPreviewMethod
+spec = importlib.util.spec_from_file_location("gameanim", sys.argv[1] + "/__init__.py",
+                                              submodule_search_locations=[sys.argv[1]])
+pack = importlib.util.module_from_spec(spec); sys.modules["gameanim"] = pack; spec.loader.exec_module(pack)
+import torch
+from gameanim.core import host
+seen = []
+comfy.utils.set_progress_bar_global_hook(lambda value, total, preview, node_id=None: seen.append(
+    [value, total, None if preview is None else [preview[0], list(preview[1].size)]]))
+out = {}
+for method in ("none", "latent2rgb"):
+    latent_preview.args.preview_method = LatentPreviewMethod(method)
+    seen.clear()
+    sd = host.preview_progress(2, "sd")
+    sd.preview(torch.randn(1, 4, 3, 8, 12)); sd(1, 2)
+    cog = host.preview_progress(2, "cogvideox", rgb=lambda: ([[0.1, 0.0, 0.0]] * 16, [0.0, 0.0, 0.0]))
+    cog.preview(torch.randn(1, 16, 6, 10)); cog(1, 2)
+    out[method] = list(seen)
+module = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.GroupNorm(2, 4))
+handle = host.manage(module, "probe")
+with host.on_device(handle) as device:
+    out["loaded"] = host.loaded_model_names()
+    out["castable"] = [type(m).__module__ for m in module]
+host.unload(handle)
+out["after_unload"] = host.loaded_model_names()
+print(json.dumps(out))
+"""
+
+
+def test_previews_and_patcher_in_process():
+    import os
+    import subprocess
+
+    from .conftest import COMFYUI_DIR, COMFYUI_PYTHON
+
+    result = subprocess.run(
+        [COMFYUI_PYTHON, "-c", _PREVIEW_SCRIPT, str(ROOT)],
+        cwd=COMFYUI_DIR,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert all(preview is None for _, _, preview in out["none"]), out["none"]
+    previews = [p for _, _, p in out["latent2rgb"] if p is not None]
+    assert [p[1] for p in previews] == [[12, 8], [10, 6]], out["latent2rgb"]  # first frame, latent size
+    assert all(p[0] == "JPEG" for p in previews)
+    assert out["loaded"] == ["probe"] and out["after_unload"] == []
+    assert out["castable"] == ["comfy.ops", "comfy.ops"]
