@@ -4,12 +4,12 @@ ComfyUI imports this package by its folder name and reads ``NODE_CLASS_MAPPINGS`
 ``NODE_DISPLAY_NAME_MAPPINGS`` and ``WEB_DIRECTORY``.  Everything inside uses relative imports, so
 the pack also imports by path under any name (the tests import it as ``gameanim``) and without
 ComfyUI installed.  Importing registers our model folders with ``folder_paths`` when hosted and
-does nothing else: no downloads, no logging configuration, no patching.
+adds one read-only route (``/gameanim/loaded_models``) and does nothing else: no downloads, no logging configuration, no patching.
 """
 
 from __future__ import annotations
 
-from .core.host import register_model_folders
+from .core.host import register_model_folders, register_routes
 from .nodes import merge_mappings
 from .nodes.animegamer import decoder_nodes, mllm_nodes
 from .nodes.dynamicrafter import comfy_nodes as dynamicrafter_nodes
@@ -34,5 +34,6 @@ NODE_CLASS_MAPPINGS, NODE_DISPLAY_NAME_MAPPINGS = merge_mappings(FEATURE_NODE_MO
 WEB_DIRECTORY = "web"
 
 register_model_folders()
+register_routes()
 
 __all__ = ["NODE_CLASS_MAPPINGS", "NODE_DISPLAY_NAME_MAPPINGS", "WEB_DIRECTORY"]

@@ -1,8 +1,8 @@
 """ComfyUI nodes for DynamiCrafter-family image-to-animation (thin adapters over :mod:`.model`).
 
-Memory follows the VC2 nodes (the same :func:`..vc2.comfy_nodes._on_device` helper through :mod:`...host`):
-each stage (image/keyframe encoding, sampling, decoding) moves its module to the compute device after
-asking ComfyUI for room and, with ``offload`` on, parks it on the offload device afterwards.
+Memory follows the VC2 nodes (the same :func:`..vc2.comfy_nodes._on_device` helper over :mod:`...host`'s
+memory API): the loader puts every part under ComfyUI's memory manager, each stage (keyframe and image
+encoding, sampling, decoding) has the host load its parts, and ``offload`` unloads them after the stage.
 """
 
 from __future__ import annotations
@@ -12,12 +12,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core import host
-from ...core.errors import ModelFileError
+from ...core.errors import ModelFileError, NumericalError
 from ...core.preview import animation_preview
 from ..common import category, field
 from ..vc2.comfy_nodes import SEED, _checkpoint_names, _on_device, _resolve
 
 MODEL_TYPE = "DYNAMICRAFTER_MODEL"
+# host device policy per part (the towers and the Resampler run once per clip, like a text encoder)
+PART_ROLES = {
+    "unet": "diffusion",
+    "vae": "vae",
+    "image_encoder": "text_encoder",
+    "image_proj": "text_encoder",
+    "text_encoder": "text_encoder",
+}
 FOLDERS = ("dynamicrafter", "checkpoints")
 CATEGORY = category("DynamiCrafter")
 PREVIEW_FPS = 8.0
@@ -25,11 +33,15 @@ PREVIEW_FPS = 8.0
 
 @dataclass
 class LoadedDynamiCrafter:
-    """What travels on a ``DYNAMICRAFTER_MODEL`` link: the model and the loader's memory policy."""
+    """What travels on a ``DYNAMICRAFTER_MODEL`` link: the model, its host-managed parts and the memory policy."""
 
     model: Any
     offload: bool
     name: str
+
+    def part(self, key: str) -> host.ManagedModel:
+        """The host-managed handle of one part (see ``PART_ROLES``), made on first use."""
+        return host.manage(getattr(self.model, key), f"DynamiCrafter {key} ({self.name})", PART_ROLES[key])
 
 
 class DynamiCrafterLoader:
@@ -63,14 +75,15 @@ class DynamiCrafterLoader:
         }
 
     def load(self, ckpt_name: str, dtype: str, offload: bool) -> tuple[LoadedDynamiCrafter]:
+        from ..vc2.model import parse_dtype
         from .model import load_model
 
-        model = load_model(_resolve(ckpt_name, FOLDERS), dtype=dtype)
-        target = host.offload_device() if offload else host.torch_device()
-        for module in (model.unet, model.image_proj, model.vae):
-            if module is not None:
-                module.to(target)
-        return (LoadedDynamiCrafter(model=model, offload=offload, name=ckpt_name),)
+        model = load_model(_resolve(ckpt_name, FOLDERS), dtype=host.weight_dtype("diffusion", parse_dtype(dtype)))
+        loaded = LoadedDynamiCrafter(model=model, offload=offload, name=ckpt_name)
+        for key in PART_ROLES:
+            if getattr(model, key) is not None:
+                loaded.part(key)
+        return (loaded,)
 
 
 SIZE_INPUTS: dict[str, Any] = {
@@ -107,11 +120,11 @@ def _animate(
     image = fit_image(image, height, width)
     end = fit_image(end_image, height, width) if end_image is not None else None
     with ExitStack() as stage:
-        for module in (model.vae, model.image_encoder, model.image_proj):
-            if module is not None:
-                stage.enter_context(_on_device(loaded, module))
+        for key in ("vae", "image_encoder", "image_proj", "text_encoder"):
+            if getattr(model, key) is not None:
+                stage.enter_context(_on_device(loaded, key))
         cond = build_conditioning(model, image, kw["prompt"], frames, end, kw["cfg"])
-    with _on_device(loaded, model.unet):
+    with _on_device(loaded, "unet"), host.notify_on(NumericalError, "DynamiCrafter sampling became NaN"):
         latents = sample(
             model,
             cond.context,
@@ -223,7 +236,7 @@ class DynamiCrafterDecode:
         if vae is None:
             raise ModelFileError(f"{dc_model.name} has no VAE weights: load the full model.ckpt to decode.")
         total = (samples.shape[0] * samples.shape[2] + chunk - 1) // chunk
-        with _on_device(dc_model, vae):
+        with _on_device(dc_model, "vae"):
             frames = decode(dc_model.model, samples, chunk=chunk, progress=host.progress(total))
         return {"ui": animation_preview(frames, latent.get("fps", PREVIEW_FPS)), "result": (frames,)}
 

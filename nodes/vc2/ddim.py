@@ -87,13 +87,15 @@ def ddim_sample(
     guidance_rescale: float = 0.0,
     spacing: str = "uniform",
     unfixed_last_scale: bool = False,
+    preview: Callable[[torch.Tensor], None] | None = None,
 ) -> torch.Tensor:
     """Run DDIM from ``x_T`` and return the final latents ``[B,C,T,H,W]``.
 
     ``eps_fn(x, t, context, fps)`` is the UNet.  Per-step noise for eta > 0 comes from ``noise[i]``
     (sampling order, scaled by sigma_i) or else from ``generator`` on the CPU, so a seed gives the same
     clip on any device.  ``start_step`` skips the first (noisiest) steps for init-latent sampling.
-    ``progress(done, total)`` is called after every step and may raise to cancel.  With
+    ``progress(done, total)`` is called after every step and may raise to cancel; ``preview`` gets the
+    step's predicted clean latent just before it (what a live preview shows).  With
     ``parameterization="v"`` ``eps_fn`` returns the v prediction (see the module docstring).
     """
     if eta < 0:
@@ -138,5 +140,7 @@ def ddim_sample(
                 step_noise = torch.randn(x.shape, generator=generator, dtype=torch.float32).to(x.device, x.dtype)
             x = x + sigma * step_noise
         _check_finite(x, i + 1, total)
+        if preview is not None:
+            preview(pred_x0)
         report(i + 1, total)
     return x
