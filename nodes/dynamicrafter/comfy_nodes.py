@@ -125,6 +125,7 @@ def _animate(
                 stage.enter_context(_on_device(loaded, key))
         cond = build_conditioning(model, image, kw["prompt"], frames, end, kw["cfg"])
     with _on_device(loaded, "unet"), host.notify_on(NumericalError, "DynamiCrafter sampling became NaN"):
+        reporter = host.preview_progress(kw["steps"], "sd")  # SD-family latents: the same KL-f8 VAE
         latents = sample(
             model,
             cond.context,
@@ -136,7 +137,8 @@ def _animate(
             fs=frame_stride,
             guidance_rescale=kw["guidance_rescale"],
             seed=kw["seed"],
-            progress=host.progress(kw["steps"]),
+            progress=reporter,
+            preview=reporter.preview,
         )
     return {"samples": latents.cpu(), "fps": PREVIEW_FPS}
 

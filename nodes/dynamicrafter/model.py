@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -243,12 +243,14 @@ def sample(
     seed: int | None = None,
     noise: Sequence[torch.Tensor] | torch.Tensor | None = None,
     progress: ProgressFn | None = None,
+    preview: Callable[[torch.Tensor], None] | None = None,
 ) -> torch.Tensor:
     """The original DDIM (v-prediction, eta, CFG, guidance rescale, ``scale_arr``); latents ``[B,4,T,h,w]``.
 
     ``cond_latents`` ``[B,4,T,h,w]`` (see :func:`conditioning_latents`) are concatenated to the noisy latent on
     channels at every UNet call.  ``x_T`` defaults to CPU noise from ``seed`` (random when None) so a seed gives
-    the same clip on any device; ``noise`` optionally fixes the per-step noises for eta > 0.
+    the same clip on any device; ``noise`` optionally fixes the per-step noises for eta > 0.  ``preview`` gets
+    each step's predicted clean latent (for a live preview).
     """
     if cond_latents.ndim != 5:
         raise InputError(f"cond_latents must be [B,4,T,h,w], got {tuple(cond_latents.shape)}.")
@@ -281,6 +283,7 @@ def sample(
         noise=noise,
         generator=gen,
         progress=progress,
+        preview=preview,
         parameterization="v",
         guidance_rescale=guidance_rescale,
         spacing=spacing,
