@@ -21,14 +21,9 @@ def fixture_meta() -> dict[str, dict]:
 
 def manifest_state_dict(name: str) -> dict[str, torch.Tensor]:
     """Every key of a real checkpoint layout with its real shape, as meta tensors (no memory)."""
-    out: dict[str, torch.Tensor] = {}
-    for line in (FIXTURES / f"{name}.tsv").read_text().splitlines():
-        if not line or line.startswith("#") or line.startswith("key\t"):
-            continue
-        key, shape = line.split("\t")[:2]
-        dims = [] if shape == "scalar" else [int(x) for x in shape.split("x")]
-        out[key] = torch.empty(dims, device="meta")
-    return out
+    from vc2_helpers import manifest_state_dict as read_manifest
+
+    return read_manifest(FIXTURES / f"{name}.tsv")
 
 
 def tiny_full_checkpoint() -> dict[str, torch.Tensor]:
