@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .nodes.animegamer.game_state import Game
     from .nodes.animegamer.mllm_model import AnimeGamerMLLM
     from .nodes.animegamer.mllm_step import StepResult
+    from .nodes.dynamicrafter.model import DynamiCrafterModel
     from .nodes.vc2.model import VC2Model
 
 __version__ = "0.1.0"
@@ -91,6 +92,89 @@ def decode_vc2(model: VC2Model, latents: torch.Tensor, chunk: int = 1, tiled: bo
     from .nodes.vc2.model import decode
 
     return decode(model, latents, chunk=chunk, tiled=tiled)
+
+
+# ----------------------------------------------------------------------------- DynamiCrafter / ToonCrafter image-to-video
+
+
+def load_dynamicrafter(
+    source: str | os.PathLike[str] | Mapping[str, Any], config: Mapping[str, Any] | None = None
+) -> DynamiCrafterModel:
+    """Load a DynamiCrafter-family checkpoint (fp32, CPU) from a path or a state dict in the original layout.
+
+    Accepted (detected by keys and shapes): DynamiCrafter 512 ``model.ckpt`` (and interp/loop variants),
+    ToonCrafter ``model.ckpt``, the godmodeanimation Run Lightning checkpoint (optimizer state never read),
+    ``.safetensors`` conversions, and mappings with ``model.diffusion_model.*`` + ``image_proj_model.*``
+    (``embedder.*``, ``cond_stage_model.*``, ``first_stage_model.*`` optional).  ``config`` overrides
+    hyper-parameters inferred from the shapes, in the original's names, flat or nested as the YAML
+    (UNet: ``model_channels``, ``channel_mult``, ``attention_resolutions``, ``num_head_channels``,
+    ``context_dim``, ``default_fs`` ...; Resampler: ``dim``, ``depth``, ``heads``, ``dim_head``,
+    ``num_queries``, ``embedding_dim``, ``output_dim``, ``video_length``).  The result has
+    ``unet(x, timesteps, context, fs)`` (``x`` ``[B,8,T,H,W]`` = noisy latent ⊕ conditioning latents,
+    ``context`` ``[B,77+Q,D]`` = text then image tokens, ``fs`` ``[B]``) -> ``[B,4,T,H,W]`` (v-prediction),
+    and ``project_image(features)`` mapping CLIP image features ``[B,257,E]`` to ``[B,Q,D]``.
+    """
+    from .nodes.dynamicrafter.model import load_model
+
+    return load_model(source, config=config)
+
+
+def dynamicrafter_conditioning(
+    model: DynamiCrafterModel,
+    image: torch.Tensor,
+    prompt: str = "",
+    frames: int = 16,
+    end_image: torch.Tensor | None = None,
+    cfg: float = 7.5,
+) -> Any:
+    """Contexts and conditioning latents for one clip per image row (``.context``, ``.uncond_context``, ``.latents``).
+
+    ``image`` is an IMAGE ``[B,H,W,3]`` 0..1 (sizes multiples of 8; the models were trained at 320x512).
+    Without ``end_image`` it is image-to-video (the first frame's latent on every frame); with it, keyframe
+    inbetweening (first and last latents, zeros between; ToonCrafter).  The unconditional context (for
+    ``cfg`` != 1) is the empty prompt with a mid-grey image, as the original.  Needs a full checkpoint.
+    """
+    from .nodes.dynamicrafter.model import build_conditioning
+
+    return build_conditioning(model, image, prompt=prompt, frames=frames, end_image=end_image, cfg=cfg)
+
+
+def sample_dynamicrafter(
+    model: DynamiCrafterModel,
+    context: torch.Tensor,
+    uncond_context: torch.Tensor | None,
+    cond_latents: torch.Tensor,
+    steps: int = 50,
+    cfg: float = 7.5,
+    eta: float = 1.0,
+    fs: int = 24,
+    guidance_rescale: float = 0.7,
+    spacing: str = "uniform_trailing",
+    x_T: torch.Tensor | None = None,
+    seed: int | None = None,
+    noise: Sequence[torch.Tensor] | torch.Tensor | None = None,
+) -> torch.Tensor:
+    """DynamiCrafter's original DDIM: v-prediction, zero-terminal-SNR schedule, ``scale_arr``, eta, CFG,
+    guidance rescale, "uniform_trailing" (or "uniform") timesteps; final latents ``[B,4,T,h,w]``.
+
+    ``cond_latents`` (from :func:`dynamicrafter_conditioning`) are concatenated to the noisy latent on
+    channels at every step.  ``x_T`` defaults to CPU noise from ``seed``; ``noise`` optionally fixes the
+    per-step noises for eta > 0 (added as sigma_i * noise[i] in sampling order).  ``fs`` is the frame
+    stride condition: 24 suits DynamiCrafter/Run image-to-video, 10 ToonCrafter inbetweening.
+    """
+    from .nodes.dynamicrafter.model import sample
+
+    return sample(
+        model, context, uncond_context, cond_latents, steps=steps, cfg=cfg, eta=eta, fs=fs,
+        guidance_rescale=guidance_rescale, spacing=spacing, x_T=x_T, seed=seed, noise=noise,
+    )  # fmt: skip
+
+
+def decode_dynamicrafter(model: DynamiCrafterModel, latents: torch.Tensor, chunk: int = 1) -> torch.Tensor:
+    """Latents ``[B,4,T,h,w]`` -> IMAGE ``[B*T, 8h, 8w, 3]`` float32 0..1, decoded ``chunk`` frames at a time."""
+    from .nodes.dynamicrafter.model import decode
+
+    return decode(model, latents, chunk=chunk)
 
 
 # ----------------------------------------------------------------------------- LoRA training for VC2
@@ -692,7 +776,9 @@ __all__ = [
     "Cancelled",
     "CancelToken",
     "convert_animegamer_decoder",
+    "decode_dynamicrafter",
     "decode_vc2",
+    "dynamicrafter_conditioning",
     "encode_vc2_text",
     "evaluate_motion",
     "export_animation",
@@ -708,6 +794,7 @@ __all__ = [
     "load_animegamer_vae",
     "load_game",
     "load_palette",
+    "load_dynamicrafter",
     "load_vc2",
     "ModelFileError",
     "motion_scope",
@@ -721,6 +808,7 @@ __all__ = [
     "remove_background",
     "resample_frames",
     "retime",
+    "sample_dynamicrafter",
     "sample_vc2",
     "save_game",
     "save_sprite_sheet",

@@ -33,3 +33,14 @@ def best_of(fn: Callable[[], object], repeats: int = 3) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def interleaved_best(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Best time of each callable, measured round-robin so load changes on a shared machine hit all alike."""
+    best = {name: float("inf") for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best

@@ -13,22 +13,11 @@ import resource
 import time
 
 import torch
-from _common import import_pack
+from _common import import_pack, interleaved_best
 
 
 def _peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
-
-
-def _interleaved_best(fns: dict[str, object], repeats: int) -> dict[str, float]:
-    """Best time of each callable, measured round-robin so load changes on a shared machine hit all alike."""
-    best = {name: float("inf") for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
 
 
 def bench(name: str, layout, frames: int, size: int, repeats: int) -> None:
@@ -47,7 +36,7 @@ def bench(name: str, layout, frames: int, size: int, repeats: int) -> None:
     schedule = vc2_schedule()
     with torch.no_grad():
         model(x, t, ctx, 16)  # warm-up
-        times = _interleaved_best(
+        times = interleaved_best(
             {
                 "ours": lambda: model(x, t, ctx, 16),
                 "bare": lambda: model.unet(x, t, encoder_hidden_states=ctx, return_dict=False),

@@ -92,6 +92,38 @@ MODEL_FOLDERS: dict[str, ModelFolder] = {
             ),
         ),
         ModelFolder(
+            key="dynamicrafter",
+            subdir="dynamicrafter",
+            purpose="DynamiCrafter-family image-to-video checkpoints (each release is a model.ckpt: one folder each)",
+            extensions=frozenset({".ckpt", ".pt", ".pth", ".safetensors"}),
+            files=(
+                ExpectedFile(
+                    "godmodeanimation_dc_run_ep19/model.ckpt",
+                    "huggingface.co/lyogavin/godmodeanimation_dc_run_ep19 (file model.ckpt, 21.9 GB Lightning checkpoint)",
+                    "godmodeanimation Run: a character picture in, a run cycle out",
+                    url="https://huggingface.co/lyogavin/godmodeanimation_dc_run_ep19/resolve/main/model.ckpt",
+                ),
+                ExpectedFile(
+                    "DynamiCrafter_512/model.ckpt",
+                    "huggingface.co/Doubiiu/DynamiCrafter_512 (file model.ckpt)",
+                    "DynamiCrafter image-to-video, 320x512",
+                    url="https://huggingface.co/Doubiiu/DynamiCrafter_512/resolve/main/model.ckpt",
+                ),
+                ExpectedFile(
+                    "DynamiCrafter_512_Interp/model.ckpt",
+                    "huggingface.co/Doubiiu/DynamiCrafter_512_Interp (file model.ckpt)",
+                    "keyframe interpolation / looping, 320x512",
+                    url="https://huggingface.co/Doubiiu/DynamiCrafter_512_Interp/resolve/main/model.ckpt",
+                ),
+                ExpectedFile(
+                    "ToonCrafter/model.ckpt",
+                    "huggingface.co/Doubiiu/ToonCrafter (file model.ckpt)",
+                    "cartoon inbetweening (sampling; its dual-reference decoder is not implemented yet)",
+                    url="https://huggingface.co/Doubiiu/ToonCrafter/resolve/main/model.ckpt",
+                ),
+            ),
+        ),
+        ModelFolder(
             key="animegamer",
             subdir="animegamer",
             purpose="AnimeGamer MLLM weights, decoder (SAT directory or our converted safetensors), CogVideoX VAE",
@@ -217,6 +249,7 @@ def describe_expected(key: str) -> str:
 # Which input of which loader node names a file in which model folder (pack and ComfyUI core loaders).
 LOADER_INPUTS: dict[str, dict[str, str]] = {
     "GameAnimVC2Loader": {"ckpt_name": "videocrafter"},
+    "GameAnimDynamiCrafterLoader": {"ckpt_name": "dynamicrafter"},
     "GameAnimVC2ApplyLora": {"lora_name": "gameanim_loras"},
     "GameAnimAnimeGamerMLLMLoader": {"mllm_weights": "animegamer", "tokenizer": "animegamer", "base_model": "LLM"},
     "GameAnimAnimeGamerDecoderLoader": {"decoder": "animegamer"},

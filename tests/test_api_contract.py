@@ -45,6 +45,31 @@ CONTRACT = {
     "load_animegamer_decoder": [("source", EMPTY), ("config", None)],
     "key_poses": [("frames", EMPTY), ("alpha", None), ("max_keys", None)],
     "time_animation": [("frames", EMPTY), ("keys", EMPTY), ("on", 2), ("hold", 2), ("spacing", "ease-in-out")],
+    "load_dynamicrafter": [("source", EMPTY), ("config", None)],
+    "dynamicrafter_conditioning": [
+        ("model", EMPTY),
+        ("image", EMPTY),
+        ("prompt", ""),
+        ("frames", 16),
+        ("end_image", None),
+        ("cfg", 7.5),
+    ],
+    "sample_dynamicrafter": [
+        ("model", EMPTY),
+        ("context", EMPTY),
+        ("uncond_context", EMPTY),
+        ("cond_latents", EMPTY),
+        ("steps", 50),
+        ("cfg", 7.5),
+        ("eta", 1.0),
+        ("fs", 24),
+        ("guidance_rescale", 0.7),
+        ("spacing", "uniform_trailing"),
+        ("x_T", None),
+        ("seed", None),
+        ("noise", None),
+    ],
+    "decode_dynamicrafter": [("model", EMPTY), ("latents", EMPTY), ("chunk", 1)],
 }
 
 

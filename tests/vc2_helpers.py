@@ -12,10 +12,10 @@ PARITY = FIXTURES / "vc2_parity.safetensors"
 MANIFEST = FIXTURES / "vc2_t2v_512_v2.tsv"  # copy of shared/reference/manifests/vc2_t2v_512_v2.tsv
 
 
-def manifest_state_dict() -> dict[str, torch.Tensor]:
-    """Every real VC2 key with its real shape, as meta tensors (no memory)."""
+def manifest_state_dict(manifest: Path = MANIFEST) -> dict[str, torch.Tensor]:
+    """Every key of a real checkpoint layout (VC2's unless told) with its real shape, as meta tensors (no memory)."""
     out: dict[str, torch.Tensor] = {}
-    for line in MANIFEST.read_text().splitlines():
+    for line in manifest.read_text().splitlines():
         if not line or line.startswith("#") or line.startswith("key\t"):
             continue
         key, shape = line.split("\t")[:2]

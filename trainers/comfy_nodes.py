@@ -8,11 +8,13 @@ The training nodes are ``EXPERIMENTAL`` like ComfyUI's own trainers.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ..core import host
-from ..core.errors import InputError, UnsafePathError
+from ..core.errors import InputError, NumericalError, UnsafePathError
 from ..core.paths import SAMPLE_DATA, confined, sanitize_relative
 from ..nodes.common import category, field
 
@@ -43,6 +45,18 @@ def resolve_folder(name: str) -> Path:
         f"Dataset folder '{name}' was found neither in ComfyUI's input folder ({host.input_dir()}) nor among the "
         f"pack's example datasets ({', '.join(sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())) or 'none'})."
     )
+
+
+@contextmanager
+def _training_device(run: Any) -> Iterator[Any]:
+    """The base UNet loaded by the host (outside inference mode, so autograd can use it), the run's LoRA
+    weights moved beside it; the base is unloaded afterwards when the loader's ``offload`` is on."""
+    from .loop import grad_mode
+
+    with host.on_device(run.host_model, keep_loaded=not run.offload, for_training=True) as device:
+        with grad_mode():
+            run.unet.to(device)
+        yield device
 
 
 def _checkpoint_path(run_name: str) -> Path:
@@ -254,19 +268,24 @@ class LoraTrainInit:
 
         config = TrainSettings.from_kwargs(checkpoint_path=str(_checkpoint_path(run_name)), **settings)
         model = vc2_model.model
-        if model.vae is not None:
-            model.vae.to(host.torch_device())
-        run = start_training(
-            model,
-            dataset,
-            config,
-            resume=resume,
-            progress=host.progress(len(dataset.stills) + len(dataset.clips)),
-            device=host.torch_device(),
-        )
-        if model.vae is not None and vc2_model.offload:
-            model.vae.to(host.offload_device())
+        encoders = [vc2_model.part(k) for k in ("vae", "text_encoder") if getattr(model, k) is not None]
+        with host.on_device(*encoders, keep_loaded=not vc2_model.offload) as device:
+            run = start_training(
+                model,
+                dataset,
+                config,
+                resume=resume,
+                progress=host.progress(len(dataset.stills) + len(dataset.clips)),
+                device=device,
+            )
+        if run.step > 0:
+            host.notify(
+                "LoRA training resumed",
+                f"Run '{run_name}' continues from its checkpoint at step {run.step} ({_checkpoint_path(run_name)}).",
+                "info",
+            )
         run.offload = vc2_model.offload
+        run.host_model = vc2_model.part("unet")
         return (run,)
 
 
@@ -301,13 +320,9 @@ class LoraTrain:
         return float("nan")  # training always advances the run, never reuse a cached result
 
     def train(self, lora_run: Any, steps: int, unique_id: str | None = None) -> tuple[Any, Any, float]:
-        from .loop import grad_mode, train
+        from .loop import train
         from .loss_plot import loss_curve_image
 
-        device = host.torch_device()
-        host.free_memory(sum(p.numel() * p.element_size() for p in lora_run.unet.parameters()), device)
-        with grad_mode():  # ComfyUI runs nodes in inference mode; moved weights must stay autograd-usable
-            lora_run.unet.to(device)
         bar = host.progress(steps)
 
         def report(done: int, total: int) -> None:
@@ -318,13 +333,8 @@ class LoraTrain:
             )
             bar(done, total)
 
-        try:
+        with _training_device(lora_run), host.notify_on(NumericalError, "LoRA training loss became NaN"):
             train(lora_run, steps, report)
-        finally:
-            if lora_run.offload:
-                with grad_mode():
-                    lora_run.model.unet.to(host.offload_device())
-                host.soft_empty_cache()
         return (lora_run, loss_curve_image(lora_run.losses), float(lora_run.losses[-1]))
 
 
@@ -367,12 +377,10 @@ class LoraValidate:
     def validate(
         self, lora_run: Any, prompt: str, width: int, height: int, frames: int, steps: int, cfg: float, seed: int
     ) -> tuple[Any, Any]:
-        from .loop import grad_mode
         from .validate import preview_clip
 
-        with grad_mode():
-            lora_run.unet.to(host.torch_device())
-        frames_out = preview_clip(lora_run, prompt, width, height, frames, steps, cfg, seed, host.progress(steps))
+        with _training_device(lora_run):
+            frames_out = preview_clip(lora_run, prompt, width, height, frames, steps, cfg, seed, host.progress(steps))
         return (lora_run, frames_out)
 
 

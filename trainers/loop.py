@@ -203,6 +203,7 @@ class TrainingRun:
     seconds: float = 0.0
     saved_path: Path | None = None
     offload: bool = False  # hosts: park the base weights on the offload device between nodes
+    host_model: Any = None  # hosts: the host-managed handle of the base UNet (see core.host.manage)
 
     @property
     def params(self) -> list[nn.Parameter]:

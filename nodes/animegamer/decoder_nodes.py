@@ -6,12 +6,13 @@ Loader -> (Convert, once) -> Decode Shot <- VAE Loader; the representation comes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ...core import host
-from ...core.errors import InputError
+from ...core.errors import InputError, NumericalError
 from ...core.paths import confined, sanitize_relative
 from ...core.preview import animation_preview
 from ..common import category, field
@@ -28,10 +29,11 @@ SAT_FILE = "mp_rank_00_model_states.pt"
 
 @dataclass
 class DecoderHandle:
-    """The loaded decoder and how to place it while sampling."""
+    """The loaded decoder and how to place it while sampling (``managed`` is None under sequential offload)."""
 
     model: Any
     offload: str
+    managed: host.ManagedModel | None = None
 
 
 def _decoder_sources() -> list[str]:
@@ -48,6 +50,15 @@ def _vae_sources() -> list[str]:
     folders = {str(Path(n).parent.as_posix()) for n in names if Path(n).name == "config.json" and "vae" in n.lower()}
     files = [n for n in names if n.endswith((".pt", ".pth")) and "vae" in Path(n).name.lower()]
     return sorted(folders - {"."}) + files
+
+
+def _rgb_map(vae: Any) -> Any:
+    """The VAE's fitted latent->RGB preview map, computed once per loaded VAE."""
+    from .decoder_vae import latent_rgb_map
+
+    if "_gameanim_rgb_map" not in vae.__dict__:
+        vae.__dict__["_gameanim_rgb_map"] = latent_rgb_map(vae)
+    return vae.__dict__["_gameanim_rgb_map"]
 
 
 def _dtype(name: str) -> Any:
@@ -93,15 +104,19 @@ class AnimeGamerDecoderLoader:
     def load(self, decoder: str, dtype: str, memory: str):
         from .decoder_convert import load_decoder
 
-        model = load_decoder(host.model_path("animegamer", decoder), dtype=_dtype(dtype), device=host.offload_device())
+        torch_dtype = host.weight_dtype("diffusion", _dtype(dtype))
+        model = load_decoder(host.model_path("animegamer", decoder), dtype=torch_dtype, device=host.offload_device())
         device = host.torch_device()
-        if memory == "keep on device":
-            model.to(device)
-        elif memory == "sequential offload" and str(device) != "cpu":
+        if memory == "sequential offload" and str(device) != "cpu":
             from accelerate import cpu_offload
 
             cpu_offload(model.dit, execution_device=device)
-        return (DecoderHandle(model=model, offload=memory),)
+            return (DecoderHandle(model=model, offload=memory),)
+        managed = host.manage(model, f"AnimeGamer decoder ({decoder})")
+        if memory == "keep on device":
+            with host.on_device(managed):
+                pass
+        return (DecoderHandle(model=model, offload=memory, managed=managed),)
 
 
 class AnimeGamerDecoderConvert:
@@ -173,7 +188,10 @@ class AnimeGamerVAELoader:
     def load(self, vae: str, dtype: str):
         from .decoder_vae import load_vae
 
-        return (load_vae(host.model_path("animegamer", vae), dtype=_dtype(dtype), device=host.offload_device()),)
+        torch_dtype = host.weight_dtype("vae", _dtype(dtype))
+        model = load_vae(host.model_path("animegamer", vae), dtype=torch_dtype, device=host.offload_device())
+        host.manage(model, f"AnimeGamer VAE ({vae})", "vae")
+        return (model,)
 
 
 class AnimeGamerLoadRepresentation:
@@ -281,25 +299,29 @@ class AnimeGamerDecodeShot:
     def decode(self, decoder: DecoderHandle, vae: Any, representation: Any, motion_level: int, flow: float, steps: int,
                cfg_mode: str, cfg: float, seed: int, num_frames: int, width: int, height: int, vae_tiling: bool):  # fmt: skip
         from .decoder_shot import decode_shot
+        from .decoder_vae import decode_latents
 
         if not hasattr(representation, "ndim"):
             raise InputError("representation must be a tensor [1,226,width] from the Step or Load Representation node.")
-        device = host.torch_device()
         model = decoder.model
-        streamed = decoder.offload == "sequential offload" and str(device) != "cpu"
-        if not streamed:
-            model.to(device)
-        try:
+        batch = representation.shape[0] if representation.ndim == 3 else 1
+        total = steps + batch
+        reporter = host.preview_progress(total, "cogvideox", rgb=lambda: _rgb_map(vae))
+        keep = decoder.offload == "keep on device"
+        placement = host.on_device(decoder.managed, keep_loaded=keep) if decoder.managed else nullcontext(None)
+        with placement as placed, host.notify_on(NumericalError, "AnimeGamer decoder became NaN"):
             shot = decode_shot(
-                model, representation, vae=vae, motion_level=motion_level, flow=flow or None, steps=steps,
+                model, representation, vae=None, motion_level=motion_level, flow=flow or None, steps=steps,
                 cfg_mode=cfg_mode, cfg=cfg, seed=seed, num_frames=num_frames, height=height, width=width,
-                vae_tiling=vae_tiling, device=device, progress=host.progress(steps + representation.shape[0]),
+                device=placed or host.torch_device(), progress=lambda done, _: reporter(done, total),
+                preview=lambda latents: reporter.preview(latents[:, 0]),
             )  # fmt: skip
-        finally:
-            vae.to(host.offload_device())
-            if not streamed and decoder.offload != "keep on device":
-                model.to(host.offload_device())
-            host.soft_empty_cache()
+        vae_handle = host.manage(vae, "AnimeGamer VAE", "vae")
+        with host.on_device(vae_handle, keep_loaded=keep):
+            frames = decode_latents(
+                vae, shot.latents, tiling=vae_tiling, progress=lambda done, _: reporter(steps + done, total)
+            )
+        shot = replace(shot, frames=frames)
         frames = shot.frames.reshape(-1, *shot.frames.shape[2:])
         latent = {"samples": shot.latents.permute(0, 2, 1, 3, 4).contiguous()}
         return {"ui": animation_preview(frames, shot.fps), "result": (frames, latent, shot.flow)}

@@ -102,12 +102,14 @@ def sample(
     noise: torch.Tensor | None = None,
     device: torch.device | str = "cpu",
     progress: ProgressFn | None = None,
+    preview: Callable[[torch.Tensor], None] | None = None,
 ) -> torch.Tensor:
     """Sample one shot's latents ``[B, T, C, H, W]`` (B from ``cond_tokens``).
 
     ``model_fn(latents, timestep, tokens, flow)`` returns the v-prediction (``AnimeGamerDecoder.transformer``).
     ``shape`` is ``(T, C, H, W)`` of the latents; ``noise`` (optional) replaces the first draw; the
-    per-step SDE noise still follows ``seed``.
+    per-step SDE noise still follows ``seed``.  ``preview`` receives each step's denoised estimate
+    ``[B, T, C, H, W]`` (for a live preview) before ``progress``.
     """
     if cfg_mode not in CFG_MODES:
         raise InputError(f"cfg mode '{cfg_mode}' is unknown; choose one of {CFG_MODES}.")
@@ -147,6 +149,8 @@ def sample(
             x, old_denoised = _dpmpp_2m_step(
                 x, denoised, old_denoised, a[i - 1] if i > 0 else None, alpha, a[i + 1], draw
             )
+        if preview is not None:
+            preview(denoised)
         if progress is not None:
             progress(i + 1, steps)
     return x

@@ -6,6 +6,7 @@ flow scalar from ``inference_Decoder.py``'s level table, 8 fps.  The uncondition
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,11 +66,14 @@ def decode_shot(
     vae_tiling: bool = False,
     device: Any = None,
     progress: ProgressFn | None = None,
+    preview: Callable[[torch.Tensor], None] | None = None,
 ) -> Shot:
     """Generate one shot; ``flow`` (raw motion scope) overrides ``motion_level`` when given.
 
     ``device``: where the sampler's tensors live (default: the decoder's device; give the GPU when the decoder
     is under sequential CPU offload).  The VAE is moved there after sampling; the caller moves it back.
+    Without a ``vae`` only the latents are made (a host may place the VAE itself and call
+    :func:`.decoder_vae.decode_latents`).  ``preview`` gets each step's denoised latents ``[B, T, C, H, W]``.
     """
     if representation.ndim == 2:
         representation = representation.unsqueeze(0)
@@ -98,6 +102,7 @@ def decode_shot(
             cfg=cfg,
             device=device,
             progress=step_progress,
+            preview=preview,
         )
     frames = None
     if vae is not None:

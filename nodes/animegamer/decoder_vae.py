@@ -133,3 +133,24 @@ def decode_latents(
         if progress is not None:
             progress(index + 1, latents.shape[0])
     return torch.cat(videos, dim=0)
+
+
+@torch.no_grad()
+def latent_rgb_map(vae: Any, size: int = 16, seed: int = 0) -> tuple[list[list[float]], list[float]]:
+    """A linear latent -> RGB map fitted to this VAE, for cheap live previews of sampler latents.
+
+    The host has no preview factors for CogVideoX latents, so this decodes one ``size`` x ``size`` latent
+    frame of seeded unit noise (sampler scale, like real latents) and solves, by least squares, the
+    per-channel weights and bias that best predict each 8x8 pixel block's mean colour (in -1..1) from the
+    latent under it.  Returns ``(factors [C][3], bias [3])`` in the layout of ComfyUI's latent formats.
+    """
+    param = next(vae.parameters())
+    channels = vae.config.latent_channels
+    generator = torch.Generator().manual_seed(seed)
+    z = torch.randn((1, channels, 1, size, size), generator=generator)
+    video = vae.decode((z / vae.config.scaling_factor).to(device=param.device, dtype=param.dtype)).sample
+    pixels = torch.nn.functional.adaptive_avg_pool2d(video[:, :, 0].float().cpu(), size)  # [1, 3, size, size]
+    x = torch.cat([z[0, :, 0].reshape(channels, -1).T, torch.ones(size * size, 1)], dim=1)  # [N, C + 1]
+    y = pixels[0].reshape(3, -1).T  # [N, 3]
+    solution = torch.linalg.lstsq(x, y).solution  # [C + 1, 3]
+    return solution[:channels].tolist(), solution[channels].tolist()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core import host
-from ...core.errors import InputError, ModelFileError
+from ...core.errors import InputError, ModelFileError, NumericalError
 from ...core.paths import confined
 from ..common import category, field
 
@@ -94,7 +94,9 @@ class AnimeGamerMLLMLoader:
     FUNCTION = "load"
     RETURN_TYPES = (MLLM_TYPE,)
     RETURN_NAMES = ("mllm",)
-    OUTPUT_TOOLTIPS = ("The AnimeGamer MLLM, kept on the offload device between steps.",)
+    OUTPUT_TOOLTIPS = (
+        "The AnimeGamer MLLM, loaded by ComfyUI's memory manager for each step (unloaded when room is needed).",
+    )
 
     @classmethod
     def INPUT_TYPES(cls) -> dict[str, Any]:
@@ -133,7 +135,9 @@ class AnimeGamerMLLMLoader:
         model = load_animegamer_mllm(
             weights, tokenizer_dir, base=base, config={**_config_overrides(weights), "dtype": dtype}
         )
-        return (model.to(host.offload_device()),)
+        model = model.to(host.offload_device())
+        host.manage(model, f"AnimeGamer MLLM ({mllm_weights})", "text_encoder")
+        return (model,)
 
 
 class AnimeGamerNewGame:
@@ -235,16 +239,11 @@ class AnimeGamerStep:
     def step(self, mllm: Any, game: Any, instruction: str, max_new_tokens: int):
         from .mllm_step import game_step
 
-        device = host.torch_device()
-        host.free_memory(sum(p.numel() * p.element_size() for p in mllm.parameters()), device)
-        mllm.to(device)
-        try:
+        managed = host.manage(mllm, "AnimeGamer MLLM", "text_encoder")
+        with host.on_device(managed), host.notify_on(NumericalError, "AnimeGamer MLLM became NaN"):
             game, result = game_step(
                 mllm, game, instruction, max_new_tokens, progress=host.progress(max_new_tokens + 1)
             )
-        finally:
-            mllm.to(host.offload_device())
-            host.soft_empty_cache()
         outputs = (game, result.representation[None], result.level, result.flow, result.text)
         return {"ui": _hud_message(game), "result": outputs}
 

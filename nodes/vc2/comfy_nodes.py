@@ -1,29 +1,28 @@
 """ComfyUI nodes for VideoCrafter2 sprite sampling (thin adapters over :mod:`.model` and :mod:`.prompts`).
 
-Device moves and progress go through :mod:`...host`: each stage (text encode, sampling, decode) moves
-its module to the compute device after asking ComfyUI to free room, and back to the offload device
-afterwards when the loader's ``offload`` is on, so an 8-12 GB card holds one stage at a time.
+Memory and progress go through :mod:`...host`: the loader puts the UNet, text encoder and VAE under
+ComfyUI's memory manager, each stage asks the host to load its part (freeing other models, partially
+in low-VRAM mode), and the loader's ``offload`` unloads a part right after its stage so an 8-12 GB card
+holds one stage at a time.  Sampling shows a live latent preview through the host's previewer.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from ...core import host
-from ...core.errors import InputError, ModelFileError
+from ...core.errors import InputError, ModelFileError, NumericalError
 from ...core.preview import animation_preview
 from ..common import category, field
-
-logger = logging.getLogger("gameanim")
 
 MODEL_TYPE = "VC2_MODEL"
 FOLDERS = ("videocrafter", "checkpoints")
 CATEGORY = category("VC2")
+PART_ROLES = {"unet": "diffusion", "vae": "vae", "text_encoder": "text_encoder"}  # host device policy per part
 PREVIEW_FPS = 8.0  # playback rate of the node preview when the latent does not say (VC2 renders 16-frame clips)
 SEED = field(
     "INT",
@@ -37,25 +36,30 @@ SEED = field(
 
 @dataclass
 class LoadedVC2:
-    """What travels on a ``VC2_MODEL`` link: the model and the loader's memory policy."""
+    """What travels on a ``VC2_MODEL`` link: the model, its host-managed parts and the memory policy."""
 
     model: Any
     offload: bool
     name: str
 
+    def part(self, key: str) -> host.ManagedModel:
+        """The host-managed handle of ``unet``/``vae``/``text_encoder`` (kept on the module, made on first use)."""
+        return host.manage(getattr(self.model, key), f"VC2 {key} ({self.name})", PART_ROLES[key])
 
-def _checkpoint_names() -> list[str]:
+
+def _checkpoint_names(folders: tuple[str, ...] = FOLDERS) -> list[str]:
+    """The files in the first model folder that has them, then the others, without repeats."""
     names: list[str] = []
-    for key in FOLDERS:
+    for key in folders:
         for name in host.model_list(key):
             if name not in names:
                 names.append(name)
     return names
 
 
-def _resolve(name: str) -> Any:
+def _resolve(name: str, folders: tuple[str, ...] = FOLDERS) -> Any:
     last: ModelFileError | None = None
-    for key in FOLDERS:
+    for key in folders:
         try:
             return host.model_path(key, name)
         except ModelFileError as exc:
@@ -64,18 +68,10 @@ def _resolve(name: str) -> Any:
 
 
 @contextmanager
-def _on_device(loaded: LoadedVC2, module: Any) -> Iterator[Any]:
-    """Run ``module`` on the compute device, then park it on the offload device if asked to."""
-    device = host.torch_device()
-    size = sum(p.numel() * p.element_size() for p in module.parameters())
-    host.free_memory(size, device)
-    module.to(device)
-    try:
+def _on_device(loaded: LoadedVC2, key: str) -> Iterator[Any]:
+    """Have part ``key`` loaded by the host for the body; unloaded afterwards if ``offload`` is on."""
+    with host.on_device(loaded.part(key), keep_loaded=not loaded.offload) as device:
         yield device
-    finally:
-        if loaded.offload:
-            module.to(host.offload_device())
-            host.soft_empty_cache()
 
 
 def _condition(loaded: LoadedVC2, conditioning: Any | None, text: str = "") -> Any:
@@ -83,9 +79,17 @@ def _condition(loaded: LoadedVC2, conditioning: Any | None, text: str = "") -> A
 
     if conditioning is not None:
         return context_from_conditioning(conditioning, loaded.model.context_dim)
+    return _encode(loaded, [text])
+
+
+def _encode(loaded: LoadedVC2, texts: list[str]) -> Any:
+    """Context for ``texts`` from the checkpoint's text encoder, loaded by the host for the call (CPU result)."""
     from .model import encode_text
 
-    return encode_text(loaded.model, [text])
+    if loaded.model.text_encoder is None:
+        return encode_text(loaded.model, texts)  # raises the explanatory ModelFileError
+    with _on_device(loaded, "text_encoder"):
+        return encode_text(loaded.model, texts).cpu()
 
 
 class VC2Loader:
@@ -110,20 +114,23 @@ class VC2Loader:
                     default="fp16",
                 ),
                 "offload": field(
-                    "BOOLEAN", "Move each part back to the offload device (RAM) after use to save VRAM.", default=True
+                    "BOOLEAN",
+                    "On: unload each part (text encoder, UNet, VAE) from VRAM right after its stage. Off: keep it "
+                    "loaded; ComfyUI still unloads it when another model needs the room or on 'Free model memory'.",
+                    default=True,
                 ),
             }
         }
 
     def load(self, ckpt_name: str, dtype: str, offload: bool) -> tuple[LoadedVC2]:
-        from .model import load_model
+        from .model import load_model, parse_dtype
 
-        model = load_model(_resolve(ckpt_name), dtype=dtype)
-        target = host.offload_device() if offload else host.torch_device()
-        model.unet.to(target)
-        if model.vae is not None:
-            model.vae.to(target)
-        return (LoadedVC2(model=model, offload=offload, name=ckpt_name),)
+        model = load_model(_resolve(ckpt_name), dtype=host.weight_dtype("diffusion", parse_dtype(dtype)))
+        loaded = LoadedVC2(model=model, offload=offload, name=ckpt_name)
+        for key in ("unet", "vae", "text_encoder"):
+            if getattr(model, key) is not None:
+                loaded.part(key)
+        return (loaded,)
 
 
 class VC2TextEncode:
@@ -156,17 +163,14 @@ class VC2TextEncode:
         }
 
     def encode(self, vc2_model: LoadedVC2, text: str) -> dict[str, Any]:
-        from .model import encode_text
         from .text_encoder import token_report
 
         report = token_report(text)
         message = f"{report.tokens}/{report.limit} tokens"
         if report.truncated:
             message += f"; cut off (not seen by the model): {report.cut_text!r}"
-            logger.warning(
-                "VC2 prompt is %d tokens; VC2 reads 77, so these words are cut: %s", report.tokens, report.cut_text
-            )
-        context = encode_text(vc2_model.model, [text])
+            host.notify("VC2 prompt cut at 77 tokens", f"{report.tokens} tokens; not seen: {report.cut_text}")
+        context = _encode(vc2_model, [text])
         return {"ui": {"text": [message]}, "result": ([[context, {}]], report.tokens, message)}
 
 
@@ -202,7 +206,8 @@ def _sample(
             )
         shape = tuple(init_latent.shape)
     run_steps = steps - (skipped_steps(steps, denoise) if init_latent is not None and denoise < 1 else 0)
-    with _on_device(loaded, model.unet):
+    with _on_device(loaded, "unet"), host.notify_on(NumericalError, "VC2 sampling became NaN"):
+        reporter = host.preview_progress(run_steps, "sd")
         return sample(
             model,
             context,
@@ -215,7 +220,8 @@ def _sample(
             shape=shape,
             init_latent=init_latent,
             denoise=denoise if init_latent is not None else 1.0,
-            progress=host.progress(run_steps),
+            progress=reporter,
+            preview=reporter.preview,
         )
 
 
@@ -225,7 +231,7 @@ def _decode(loaded: LoadedVC2, latents: Any, chunk: int, tiled: bool) -> Any:
     if loaded.model.vae is None:
         raise ModelFileError(f"{loaded.name} has no VAE weights: load a full VC2 checkpoint to decode.")
     total = (latents.shape[0] * latents.shape[2] + chunk - 1) // chunk
-    with _on_device(loaded, loaded.model.vae):
+    with _on_device(loaded, "vae"):
         return decode(loaded.model, latents, chunk=chunk, tiled=tiled, progress=host.progress(total))
 
 
@@ -378,7 +384,7 @@ class VC2Encode:
         vae = vc2_model.model.vae
         if vae is None:
             raise ModelFileError(f"{vc2_model.name} has no VAE weights: load a full VC2 checkpoint to encode.")
-        with _on_device(vc2_model, vae):
+        with _on_device(vc2_model, "vae"):
             return ({"samples": encode_frames(vae, frames, progress=host.progress(frames.shape[0]))},)
 
 
@@ -487,16 +493,15 @@ class VC2ActionSet:
     ) -> tuple[Any, str, int, list[Any], list[str], float]:
         import torch
 
-        from .model import encode_text
         from .prompts import build_sprite_prompt, parse_actions
 
         frames_out: list[Any] = []
         labels: list[dict[str, Any]] = []
-        uncond = [[encode_text(vc2_model.model, [""]), {}]]
+        uncond = [[_encode(vc2_model, [""]), {}]]
         for index, action in enumerate(parse_actions(actions)):
             prompt = build_sprite_prompt(action, character, view, background, style)
             action_seed = seed if seed_policy == "same seed" else seed + index
-            positive = [[encode_text(vc2_model.model, [prompt.text]), {}]]
+            positive = [[_encode(vc2_model, [prompt.text]), {}]]
             latents = _sample(vc2_model, positive, uncond, seed=action_seed, **kw)
             clip = _decode(vc2_model, latents, decode_chunk, False)
             labels.append(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,6 +143,7 @@ def sample(
     init_latent: torch.Tensor | None = None,
     denoise: float = 1.0,
     progress: ProgressFn | None = None,
+    preview: Callable[[torch.Tensor], None] | None = None,
 ) -> torch.Tensor:
     """Sample latents ``[B,4,T,h,w]`` (CPU, fp32) with VC2's DDIM; see :func:`.ddim.ddim_sample`.
 
@@ -150,6 +151,7 @@ def sample(
     ``shape`` (default one 16-frame 320x512 clip per context row); per-step noise follows from the same
     generator unless ``noise`` is given.  ``init_latent`` with ``denoise < 1`` starts from that latent
     noised to the matching timestep (skipping the first ``steps * (1 - denoise)`` steps).
+    ``preview`` receives each step's denoised estimate (for a live preview) before ``progress``.
     """
     if not 0.0 < denoise <= 1.0:
         raise InputError(f"denoise must be in (0, 1], got {denoise}.")
@@ -193,5 +195,6 @@ def sample(
             generator=generator,
             start_step=start_step,
             progress=progress,
+            preview=preview,
         )
     return latents.float().cpu()

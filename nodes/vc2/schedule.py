@@ -49,9 +49,10 @@ def vc2_schedule() -> Schedule:
     )
 
 
-def schedule_from_buffers(buffers: dict[str, torch.Tensor]) -> Schedule:
-    """The checkpoint's own schedule buffers when present (the original sampler reads those), else VC2's."""
-    default = vc2_schedule()
+def schedule_from_buffers(buffers: dict[str, torch.Tensor], default: Schedule | None = None) -> Schedule:
+    """The checkpoint's own schedule buffers when present (the original sampler reads those), else ``default``
+    (VC2's when not given)."""
+    default = default or vc2_schedule()
     acp = buffers.get("alphas_cumprod")
     scale = buffers.get("scale_arr")
     if acp is None or acp.ndim != 1 or acp.shape[0] != NUM_TRAIN_TIMESTEPS:
@@ -61,8 +62,14 @@ def schedule_from_buffers(buffers: dict[str, torch.Tensor]) -> Schedule:
     return Schedule(alphas_cumprod=acp.detach().float().cpu().clone(), scale_arr=scale.detach().float().cpu().clone())
 
 
-def ddim_timesteps(steps: int, num_timesteps: int = NUM_TRAIN_TIMESTEPS) -> np.ndarray:
+SPACINGS = ("uniform", "uniform_trailing")
+
+
+def ddim_timesteps(steps: int, num_timesteps: int = NUM_TRAIN_TIMESTEPS, spacing: str = "uniform") -> np.ndarray:
     """Ascending DDIM timesteps: ``range(0, 1000, 1000 // steps) + 1`` trimmed to exactly ``steps``.
+
+    ``spacing="uniform_trailing"`` is DynamiCrafter's rule for zero-terminal-SNR models, which must start
+    at the last timestep: ``round(arange(1000, 0, -1000 / steps)) - 1`` ascending (4 steps: 249 .. 999).
 
     When ``steps`` divides 1000 this is the original's "uniform" rule unchanged (50 steps:
     1, 21, ..., 981).  For other counts the original keeps every element of the range, so it runs
@@ -77,5 +84,9 @@ def ddim_timesteps(steps: int, num_timesteps: int = NUM_TRAIN_TIMESTEPS) -> np.n
             f"steps must be at most {num_timesteps // 2} (DDIM keeps a stride of at least 2 so the last "
             f"timestep stays inside the {num_timesteps}-step schedule), got {steps}."
         )
+    if spacing == "uniform_trailing":
+        return np.flip(np.round(np.arange(num_timesteps, 0, -num_timesteps / steps))).astype(np.int64) - 1
+    if spacing != "uniform":
+        raise InputError(f"timestep spacing must be one of {', '.join(SPACINGS)}, got {spacing!r}.")
     stride = num_timesteps // steps
     return np.arange(0, num_timesteps, stride)[:steps] + 1

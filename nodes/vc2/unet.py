@@ -300,16 +300,22 @@ def build_unet(
     converted = convert_vc2_unet(sd, layout)
     with torch.device("meta"):
         model = VC2UNet(layout)
+    return assign_weights(model, converted, dtype, "VC2")
+
+
+def assign_weights(model: VC2UNet, converted: Mapping[str, torch.Tensor], dtype: torch.dtype, name: str) -> Any:
+    """Assign converted tensors to a ``meta``-built UNet (strict), cast it and freeze it for inference."""
+    layout = model.layout
     try:
         result = model.load_state_dict(converted, strict=False, assign=True)
     except RuntimeError as exc:
         raise ModelFileError(
-            f"The VC2 UNet weights do not fit the architecture {layout.diffusers_config()} "
+            f"The {name} UNet weights do not fit the architecture {layout.diffusers_config()} "
             f"(check the config override): {str(exc).splitlines()[-1].strip()}"
         ) from exc
     if result.missing_keys or result.unexpected_keys:
         raise ModelFileError(
-            "The VC2 UNet weights do not fit the inferred architecture "
+            f"The {name} UNet weights do not fit the inferred architecture "
             f"({len(result.missing_keys)} missing, e.g. {result.missing_keys[:3]}; "
             f"{len(result.unexpected_keys)} unexpected, e.g. {result.unexpected_keys[:3]})."
         )

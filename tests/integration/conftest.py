@@ -53,8 +53,7 @@ def pytest_collection_modifyitems(config, items):
 def server(tmp_path_factory):
     base = tmp_path_factory.mktemp("comfy_base")
     for setup in WORKFLOW_MODELS.values():
-        if callable(setup):
-            setup(base / "models", base / "input")
+        setup(base / "models", base / "input")
     srv = ComfyServer(Path(COMFYUI_DIR), COMFYUI_PYTHON, ROOT, base)
     try:
         srv.start()

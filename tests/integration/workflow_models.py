@@ -61,9 +61,31 @@ def _vc2_tiny(models_dir: Path, input_dir: Path) -> None:
         torch.save({"state_dict": tiny_full_checkpoint(), "global_step": 0}, target)
 
 
+def _dynamicrafter_tiny(models_dir: Path, input_dir: Path) -> None:
+    """The complete tiny DynamiCrafter under both shipped names: Run as a Lightning checkpoint (state_dict plus
+    optimizer state), Interp as a plain ``model.ckpt``; and the LoadImage default ``example.png`` (a shipped sprite)."""
+    import shutil
+
+    import torch
+    from dynamicrafter_helpers import tiny_full_checkpoint
+
+    run = models_dir / "dynamicrafter" / "godmodeanimation_dc_run_ep19" / "model.ckpt"
+    interp = models_dir / "dynamicrafter" / "DynamiCrafter_512_Interp" / "model.ckpt"
+    if not run.exists():
+        sd = tiny_full_checkpoint()
+        run.parent.mkdir(parents=True, exist_ok=True)
+        torch.save({"state_dict": sd, "optimizer_states": [{"state": {}}], "epoch": 19, "global_step": 1080}, run)
+        interp.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(sd, interp)
+    image = input_dir / "example.png"
+    if not image.exists():
+        input_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copy(Path(__file__).resolve().parents[2] / "sample_data" / "sprite_frames" / "frame_000.png", image)
+
+
 _VC2_VALIDATE = {"width": 64, "height": 64, "frames": 2, "steps": 2}
 
-WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None] | str] = {
+WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None]] = {
     "vc2_sprite_t2v": _vc2_tiny,
     "vc2_action_set": _vc2_tiny,
     "animegamer_decode": write_decode_workflow_models,
@@ -71,6 +93,12 @@ WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None] | str] = {
     "animegamer_turn": _animegamer_turn,
     "vc2_train_concept_lora": _vc2_tiny,
     "vc2_restyle_frames": _vc2_tiny,
+    "dynamicrafter_run": _dynamicrafter_tiny,
+    "toon_inbetween": _dynamicrafter_tiny,
+}
+
+# Workflows the generic tests leave to a test file of their own, with the reason (never a skip: CI requires none).
+OWN_TEST_WORKFLOWS: dict[str, str] = {
     "rig_to_sprites_wan": "UMT5-XXL cannot be made tiny; test_rig_to_sprites.py runs this workflow with a stand-in",
 }
 
@@ -87,6 +115,9 @@ WORKFLOW_REDUCTIONS: dict[str, dict[str, dict[str, Any]]] = {
     "vc2_restyle_frames": {"2": {"max_frames": 4}, "3": {"width": 64, "height": 64}, "8": {"steps": 4}},
     # animegamer_decode's setup already wrote the shipped converted name (which Convert would keep): convert anew.
     "animegamer_convert_decoder": {"1": {"name": "animegamer_decoder_converted_in_test"}},
+    # the tiny DynamiCrafter is fp32 with 3 per-frame image-token groups (frames 3 takes the per-frame path)
+    "dynamicrafter_run": {"1": {"dtype": "fp32"}, "3": {"width": 64, "height": 64, "frames": 3, "steps": 2}},
+    "toon_inbetween": {"1": {"dtype": "fp32"}, "4": {"width": 64, "height": 64, "frames": 3, "steps": 2}},
     # The tiny AnimeGamer models are float32 CPU models at 64x64; the shipped sizes are the released 720x480x17.
     "animegamer_decode": {
         "1": {"dtype": "float32"},

@@ -2,11 +2,17 @@
 // (written by preview.py to ComfyUI's temp folder) in a widget on the node. Play/pause, scrub,
 // onion skin (previous frame at 35 %), checkerboard behind alpha, and zoom that is pixel-exact
 // (nearest neighbour) for pixel art.
+// The widget declares its size (height follows the node width times the frame aspect), so it stays
+// inside the node; larger zooms scroll inside it. It is the node's only preview (the frontend's own
+// image preview of the same node is dropped), and it comes back when a saved workflow is reopened
+// (the preview's file list is kept in the node's properties while ComfyUI keeps its temp files).
 import { app } from "../../../scripts/app.js";
 import { api } from "../../../scripts/api.js";
+import { aspectSizeHints, fitNodeToWidgets, nodeLocatorId } from "./gameanim_core.js";
 
 const PREVIEW_KEY = "gameanim_preview";
 const ZOOMS = ["fit", "1", "2", "4", "8"];
+const BAR_HEIGHT = 24;
 
 function viewUrl(entry) {
   const params = new URLSearchParams({
@@ -53,16 +59,44 @@ export class AnimationPlayer {
     this.zoom = "fit";
     this.alpha = false;
     this.timer = null;
+    this.aspect = 1;
     this.build();
   }
 
   build() {
     this.root.classList.add("gameanim-preview");
-    Object.assign(this.root.style, { display: "flex", flexDirection: "column", gap: "4px", width: "100%" });
+    Object.assign(this.root.style, {
+      display: "flex",
+      flexDirection: "column",
+      width: "100%",
+      height: "100%",
+      overflow: "hidden",
+      boxSizing: "border-box",
+    });
+    this.viewport = document.createElement("div");
+    Object.assign(this.viewport.style, {
+      flex: "1 1 auto",
+      minHeight: "0",
+      overflow: "auto",
+      display: "flex",
+      alignItems: "center",
+      justifyContent: "center",
+      background: "#222",
+    });
     this.canvas = document.createElement("canvas");
-    Object.assign(this.canvas.style, { width: "100%", maxHeight: "360px", objectFit: "contain", imageRendering: "pixelated", background: "#222" });
+    Object.assign(this.canvas.style, { objectFit: "contain", imageRendering: "pixelated", display: "block" });
+    this.viewport.append(this.canvas);
     const bar = document.createElement("div");
-    Object.assign(bar.style, { display: "flex", gap: "6px", alignItems: "center", fontSize: "11px" });
+    Object.assign(bar.style, {
+      display: "flex",
+      gap: "6px",
+      alignItems: "center",
+      fontSize: "11px",
+      height: `${BAR_HEIGHT}px`,
+      flex: "0 0 auto",
+      overflow: "hidden",
+      whiteSpace: "nowrap",
+    });
     this.playButton = document.createElement("button");
     this.playButton.textContent = "❚❚";
     this.playButton.title = "Play / pause";
@@ -99,13 +133,14 @@ export class AnimationPlayer {
     };
     this.label = document.createElement("span");
     bar.append(this.playButton, this.scrub, onion, this.zoomSelect, this.label);
-    this.root.append(this.canvas, bar);
+    this.root.append(this.viewport, bar);
   }
 
   async load(preview) {
     this.fps = Math.max(0.1, Number(preview.fps) || 12);
     this.alpha = Boolean(preview.alpha);
     this.caption = preview.caption ? String(preview.caption) : "";
+    if (preview.width > 0 && preview.height > 0) this.aspect = preview.height / preview.width;
     if (preview.pixel_art && this.zoom === "fit") {
       this.zoom = "4";
       this.zoomSelect.value = "4";
@@ -113,6 +148,8 @@ export class AnimationPlayer {
     this.frames = (await loadImages(preview.frames ?? [])).filter(Boolean);
     this.scrub.max = String(Math.max(0, this.frames.length - 1));
     this.root.dataset.frames = String(this.frames.length);
+    if (this.frames.length) this.aspect = this.frames[0].naturalHeight / this.frames[0].naturalWidth;
+    else this.label.textContent = "preview files are gone (ComfyUI restarted): run the node again";
     this.show(0);
     this.setPlaying(this.frames.length > 1);
   }
@@ -138,7 +175,14 @@ export class AnimationPlayer {
       this.canvas.width = width;
       this.canvas.height = height;
     }
-    this.canvas.style.width = this.zoom === "fit" ? "100%" : `${width}px`;
+    const fit = this.zoom === "fit";
+    Object.assign(this.canvas.style, {
+      width: fit ? "100%" : `${width}px`,
+      height: fit ? "100%" : `${height}px`,
+      flex: "0 0 auto",
+    });
+    this.viewport.style.alignItems = fit ? "center" : "flex-start";
+    this.viewport.style.justifyContent = fit ? "center" : "flex-start";
     const ctx = this.canvas.getContext("2d");
     ctx.imageSmoothingEnabled = this.zoom === "fit";
     if (this.alpha) drawCheckerboard(ctx, width, height, 8 * scale);
@@ -160,6 +204,68 @@ export class AnimationPlayer {
   }
 }
 
+function playerFor(node) {
+  if (!node.gameanimPlayer) {
+    const root = document.createElement("div");
+    const player = new AnimationPlayer(root);
+    node.gameanimPlayer = player;
+    node.addDOMWidget("gameanim_preview", "gameanim_preview", root, {
+      serialize: false,
+      hideOnZoom: false,
+      ...aspectSizeHints(node, { aspect: () => player.aspect, chrome: BAR_HEIGHT, min: 48, max: 640 }),
+    });
+    const onRemoved = node.onRemoved;
+    node.onRemoved = function () {
+      player.dispose();
+      onRemoved?.apply(this, arguments);
+    };
+  }
+  return node.gameanimPlayer;
+}
+
+function showPreview(node, preview) {
+  node.properties = node.properties ?? {};
+  node.properties[PREVIEW_KEY] = preview;
+  const player = playerFor(node);
+  player.load(preview).then(() => fitNodeToWidgets(node));
+}
+
+// One preview per node: a saver that also lists its files under "images" would get the frontend's image
+// preview beside ours; the files stay in the history, only the duplicate drawing goes.
+function dropBuiltinPreview(node) {
+  const outputs = app.nodeOutputs?.[nodeLocatorId(node)];
+  if (outputs) {
+    delete outputs.images;
+    delete outputs.animated;
+  }
+  node.imgs = undefined;
+  node.images = undefined;
+  const index = node.widgets?.findIndex((w) => w.name === IMAGE_WIDGET) ?? -1;
+  if (index >= 0) node.widgets.splice(index, 1);
+}
+
+// Nodes whose only preview is the frontend's image preview (e.g. Save Sprite Sheet): grow the node so the
+// image gets the room its aspect needs below the widgets, instead of being drawn past the node's bottom.
+const IMAGE_WIDGET = "$$canvas-image-preview"; // the frontend's image preview widget (drawn from its y down)
+const MAX_IMAGE_HEIGHT = 640;
+
+export function imageRoomNeeded(node, image) {
+  const widget = node.widgets?.find((w) => w.name === IMAGE_WIDGET);
+  const top = widget?.y ?? node.computeSize()[1];
+  const height = (node.size[0] * image.naturalHeight) / Math.max(1, image.naturalWidth);
+  return Math.max(node.computeSize()[1], top + Math.min(MAX_IMAGE_HEIGHT, height) + 15);
+}
+
+function fitNodeToImage(node, entry) {
+  const img = new Image();
+  img.onload = () => {
+    const wanted = imageRoomNeeded(node, img);
+    if (node.size[1] < wanted) node.setSize([node.size[0], wanted]);
+    node.setDirtyCanvas?.(true, true);
+  };
+  img.src = viewUrl(entry);
+}
+
 app.registerExtension({
   name: "GameAnim.AnimationPreview",
   async beforeRegisterNodeDef(nodeType, nodeData) {
@@ -168,18 +274,18 @@ app.registerExtension({
     nodeType.prototype.onExecuted = function (message) {
       onExecuted?.apply(this, arguments);
       const preview = message?.[PREVIEW_KEY]?.[0];
-      if (!preview) return;
-      if (!this.gameanimPlayer) {
-        const root = document.createElement("div");
-        this.gameanimPlayer = new AnimationPlayer(root);
-        this.addDOMWidget("gameanim_preview", "gameanim_preview", root, { serialize: false, hideOnZoom: false });
-        const onRemoved = this.onRemoved;
-        this.onRemoved = function () {
-          this.gameanimPlayer?.dispose();
-          onRemoved?.apply(this, arguments);
-        };
+      if (!preview) {
+        if (message?.images?.[0]) fitNodeToImage(this, message.images[0]);
+        return;
       }
-      this.gameanimPlayer.load(preview).then(() => this.setDirtyCanvas?.(true, true));
+      dropBuiltinPreview(this);
+      showPreview(this, preview);
+    };
+    const onConfigure = nodeType.prototype.onConfigure;
+    nodeType.prototype.onConfigure = function () {
+      onConfigure?.apply(this, arguments);
+      const saved = this.properties?.[PREVIEW_KEY];
+      if (saved?.frames?.length) showPreview(this, saved);
     };
   },
 });

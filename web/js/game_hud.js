@@ -2,8 +2,10 @@
 // ({turn, character, instruction, states: {stamina, social, entertainment}, level}); this shows it
 // on the node as a small HUD (turn, instruction, three 0–100 bars).
 import { app } from "../../../scripts/app.js";
+import { fitNodeToWidgets } from "./gameanim_core.js";
 
 const HUD_KEY = "gameanim_hud";
+const HUD_HEIGHT = 96; // title + instruction + three bar rows at 11 px
 const BARS = [
   ["stamina", "#66bb6a"],
   ["social", "#42a5f5"],
@@ -13,7 +15,15 @@ const BARS = [
 export function renderHud(root, hud) {
   root.replaceChildren();
   root.classList.add("gameanim-hud");
-  Object.assign(root.style, { display: "flex", flexDirection: "column", gap: "3px", fontSize: "11px", color: "#ddd" });
+  Object.assign(root.style, {
+    display: "flex",
+    flexDirection: "column",
+    gap: "3px",
+    fontSize: "11px",
+    color: "#ddd",
+    overflow: "hidden",
+    boxSizing: "border-box",
+  });
   const title = document.createElement("div");
   title.textContent = `Turn ${hud.turn ?? "?"}${hud.character ? ` · ${hud.character}` : ""}${hud.level ? ` · motion ${hud.level}` : ""}`;
   title.style.fontWeight = "bold";
@@ -54,10 +64,16 @@ app.registerExtension({
       if (!hud) return;
       if (!this.gameanimHud) {
         this.gameanimHud = document.createElement("div");
-        this.addDOMWidget("gameanim_hud", "gameanim_hud", this.gameanimHud, { serialize: false, hideOnZoom: false });
+        this.addDOMWidget("gameanim_hud", "gameanim_hud", this.gameanimHud, {
+          serialize: false,
+          hideOnZoom: false,
+          getMinHeight: () => HUD_HEIGHT,
+          getMaxHeight: () => HUD_HEIGHT,
+          getHeight: () => HUD_HEIGHT,
+        });
       }
       renderHud(this.gameanimHud, hud);
-      this.setDirtyCanvas?.(true, true);
+      fitNodeToWidgets(this);
     };
   },
 });

@@ -1,10 +1,13 @@
 // GameAnim live loss chart: trainer loop nodes send "gameanim.training" messages
 // ({node, step, loss, lr}) through PromptServer.send_sync after each step; this draws them on the
-// node as they arrive, with a smoothed curve, so a run can be watched and stopped early.
+// node as they arrive, with a smoothed curve, so a run can be watched and stopped early. The node is
+// found by its execution id ("12:5" inside subgraphs); the chart keeps a 9:4 aspect inside the node.
 import { app } from "../../../scripts/app.js";
 import { api } from "../../../scripts/api.js";
+import { aspectSizeHints, nodeByExecutionId } from "./gameanim_core.js";
 
 const TRAINING_EVENT = "gameanim.training";
+const LABEL_HEIGHT = 16;
 
 export class LossChart {
   constructor(root) {
@@ -14,9 +17,22 @@ export class LossChart {
     this.canvas = document.createElement("canvas");
     this.canvas.width = 360;
     this.canvas.height = 160;
-    Object.assign(this.canvas.style, { width: "100%", background: "#1b1b1b" });
+    Object.assign(this.canvas.style, {
+      width: "100%",
+      height: `calc(100% - ${LABEL_HEIGHT}px)`,
+      objectFit: "contain",
+      display: "block",
+      background: "#1b1b1b",
+    });
+    Object.assign(root.style, { width: "100%", height: "100%", overflow: "hidden", boxSizing: "border-box" });
     this.label = document.createElement("div");
-    Object.assign(this.label.style, { fontSize: "11px", color: "#ccc" });
+    Object.assign(this.label.style, {
+      fontSize: "11px",
+      color: "#ccc",
+      height: `${LABEL_HEIGHT}px`,
+      overflow: "hidden",
+      whiteSpace: "nowrap",
+    });
     root.append(this.canvas, this.label);
   }
 
@@ -62,7 +78,17 @@ function chartFor(node) {
   if (!node.gameanimLossChart) {
     const root = document.createElement("div");
     node.gameanimLossChart = new LossChart(root);
-    node.addDOMWidget("gameanim_loss", "gameanim_loss", root, { serialize: false, hideOnZoom: false });
+    const chart = node.gameanimLossChart;
+    node.addDOMWidget("gameanim_loss", "gameanim_loss", root, {
+      serialize: false,
+      hideOnZoom: false,
+      ...aspectSizeHints(node, {
+        aspect: () => chart.canvas.height / chart.canvas.width,
+        chrome: LABEL_HEIGHT,
+        min: 60,
+        max: 400,
+      }),
+    });
   }
   return node.gameanimLossChart;
 }
@@ -71,7 +97,7 @@ app.registerExtension({
   name: "GameAnim.LossChart",
   setup() {
     api.addEventListener(TRAINING_EVENT, ({ detail }) => {
-      const node = app.graph?.getNodeById?.(Number(detail?.node)) ?? app.graph?.getNodeById?.(detail?.node);
+      const node = nodeByExecutionId(detail?.node);
       if (!node) return;
       chartFor(node).add(Number(detail.step), Number(detail.loss), Number(detail.lr));
       node.setDirtyCanvas?.(true, false);
