@@ -66,7 +66,9 @@ def walk_cycle(character: str = "robot") -> tuple[np.ndarray, np.ndarray]:
 
     with zipfile.ZipFile(require_wheel()) as z:
         rgba = [
-            np.asarray(Image.open(io.BytesIO(z.read(f"{BASE}{character}/{CHARACTERS[character]}_walk{i}.png"))).convert("RGBA"))
+            np.asarray(
+                Image.open(io.BytesIO(z.read(f"{BASE}{character}/{CHARACTERS[character]}_walk{i}.png"))).convert("RGBA")
+            )
             for i in range(8)
         ]
     arr = np.stack(rgba).astype(np.float32) / 255.0
@@ -112,7 +114,9 @@ def composite(
         frame = canvas_p + (1 - canvas_a[..., None]) * bg
         if generated:
             frame = np.clip(frame + rng.normal(0, 0.012, frame.shape), 0, 1)
-            ok, jpg = cv2.imencode(".jpg", (frame[..., ::-1] * 255 + 0.5).astype(np.uint8), [cv2.IMWRITE_JPEG_QUALITY, 80])
+            ok, jpg = cv2.imencode(
+                ".jpg", (frame[..., ::-1] * 255 + 0.5).astype(np.uint8), [cv2.IMWRITE_JPEG_QUALITY, 80]
+            )
             frame = cv2.imdecode(jpg, cv2.IMREAD_COLOR)[..., ::-1].astype(np.float32) / 255.0
         frames.append(frame.astype(np.float32))
         truth.append(canvas_a)

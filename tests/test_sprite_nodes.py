@@ -67,10 +67,10 @@ def test_prefix_traversal_is_rejected(tmp_path, monkeypatch):
 
     img, mask = torch.zeros(2, 8, 8, 3), torch.ones(2, 8, 8)
     with pytest.raises(UnsafePathError):
-        node.run(img, mask, "../outside", "gif", 12.0, 0)
-    result = node.run(img, mask, "ok/name", "apng", 12.0, 0)
+        node.run(img, "../outside", "gif", 12.0, 0, mask=mask)
+    result = node.run(img, "ok/name", "apng", 12.0, 0, mask=mask)
     assert result["result"][0] == "ok/name_00001.png"
-    assert node.run(img, mask, "ok/name", "apng", 12.0, 0)["result"][0] == "ok/name_00002.png"
+    assert node.run(img, "ok/name", "apng", 12.0, 0, mask=mask)["result"][0] == "ok/name_00002.png"
 
 
 def test_loader_errors(tmp_path, monkeypatch):

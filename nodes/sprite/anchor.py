@@ -162,7 +162,9 @@ def contact_frames(ground: np.ndarray, height: float, fraction: float = 0.06) ->
     return valid & (ground >= lowest - max(3.0, fraction * height))
 
 
-def target_track(points: np.ndarray, mode: str = "lock", sigma: float = 2.0, contact: np.ndarray | None = None) -> np.ndarray:
+def target_track(
+    points: np.ndarray, mode: str = "lock", sigma: float = 2.0, contact: np.ndarray | None = None
+) -> np.ndarray:
     """Where each frame's pivot should go (input pixel coordinates), ignoring empty frames.
 
     With ``contact`` (feet pivot), frames in the air get the vertical shift of the nearest frames

@@ -19,13 +19,31 @@ from ...core.errors import InputError
 from ...core.paths import SAMPLE_DATA, confined, sanitize_relative
 from ...core.preview import animation_preview
 from ..common import category, field
-from .options import ANCHORS, EXPORT_FORMATS, GODOT_CHOICES, LAYOUTS, PALETTE_METHODS, TIMING_OPS
+from .options import ANCHORS, EXPORT_FORMATS, GODOT_CHOICES, LAYOUTS, MASK_POLARITIES, PALETTE_METHODS, TIMING_OPS
 from .options import STABILISE_MODES as MODES
 
 logger = logging.getLogger("gameanim.sprite")
 
 IMAGE_TIP = "Frames as an IMAGE batch [T,H,W,3] (a 4th channel is used as alpha when no mask is given)."
 MASK_TIP = "Alpha per frame (MASK [T,H,W]), e.g. from Remove Background or a segmentation node."
+OPTIONAL_MASK_TIP = (
+    "Optional alpha per frame (MASK [T,H,W]). Without it a 4-channel IMAGE's 4th channel is the alpha, "
+    "else the frames are opaque, so VC2 Decode or a video loader connects directly."
+)
+MASK_IS_TIP = (
+    "What the MASK means: 'alpha' = 1 is opaque (GameAnim's Remove Background / Stabilise outputs); "
+    "'transparency' = 1 is transparent (core Load Image's MASK, Join Image with Alpha)."
+)
+
+
+def _mask_inputs() -> dict[str, Any]:
+    """The optional ``mask`` + ``mask_is`` inputs shared by the nodes that take any IMAGE."""
+    return {
+        "mask": field("MASK", OPTIONAL_MASK_TIP),
+        "mask_is": field(list(MASK_POLARITIES), MASK_IS_TIP, default="alpha"),
+    }
+
+
 PREFIX_TIP = (
     "File name prefix under ComfyUI's output folder; sub-folders allowed (sprites/knight), no '..' or absolute paths."
 )
@@ -94,10 +112,12 @@ class GameAnimSpriteRemoveBackground:
     """Solid-colour background to alpha, or an external mask with despill."""
 
     DESCRIPTION = (
-        "Turns a sprite on a solid-colour background into RGB + alpha: the key colour is estimated from the "
-        "frame borders, the matte is built from the CIE Lab distance, anti-aliased edges are unmixed and "
-        "despilled, specks are removed. If the border is not one colour the frames pass through unchanged "
-        "(alpha 1) with a warning. Connect a MASK to use it as alpha instead."
+        "Turns a sprite on a (nearly) solid background into RGB + alpha. The background of every frame is "
+        "modelled as a smooth surface (gradients, vignettes), the tolerance is measured from the clip's own "
+        "noise, and background is what matches it AND connects to the frame border (plus enclosed gaps between "
+        "arm and body or the legs), so sprite colours close to a white or grey key survive. Anti-aliased "
+        "edges are unmixed and despilled. A background that is not solid stops with a message saying what "
+        "matched and what to do. Connect a MASK to use it as alpha instead (only despill runs)."
     )
     CATEGORY = category("Sprite", "Matte")
     FUNCTION = "run"
@@ -116,16 +136,18 @@ class GameAnimSpriteRemoveBackground:
                 "image": field("IMAGE", IMAGE_TIP),
                 "low": field(
                     "FLOAT",
-                    "ΔE (CIE Lab) below which a pixel is background; also the tolerance of the solid-background check (raise it for noisy or slightly shaded backgrounds).",
-                    default=8.0,
+                    "Smallest background tolerance in ΔE (CIE Lab). The tolerance is measured from the clip's "
+                    "background noise; this is its floor (raise it only if background specks remain).",
+                    default=2.0,
                     min=0.0,
                     max=100.0,
                     step=0.5,
                 ),
                 "high": field(
                     "FLOAT",
-                    "ΔE above which a pixel is surely sprite; between low and high edges are unmixed.",
-                    default=30.0,
+                    "Largest background tolerance in ΔE accepted: a background noisier than this is not solid "
+                    "and the node stops with a message (raise it for very noisy keys).",
+                    default=16.0,
                     min=0.5,
                     max=150.0,
                     step=0.5,
@@ -134,19 +156,44 @@ class GameAnimSpriteRemoveBackground:
                     "INT", "Width in px of the border band used to estimate the key colour.", default=4, min=1, max=64
                 ),
                 "cleanup": field(
-                    "INT", "Radius of the morphological opening that removes specks (0 = off).", default=1, min=0, max=8
+                    "INT",
+                    "Speck removal: opaque islands smaller than (2r+3)^2 px (or 0.5% of the sprite) are dropped (0 = off).",
+                    default=1,
+                    min=0,
+                    max=8,
                 ),
             },
             "optional": {
-                "mask": field("MASK", "External alpha (e.g. from a segmentation node); when set, only despill runs.")
+                "mask": field("MASK", "External alpha (e.g. from a segmentation node); when set, only despill runs."),
+                "mask_is": field(list(MASK_POLARITIES), MASK_IS_TIP, default="alpha"),
+                "min_hole": field(
+                    "INT",
+                    "Key-coloured pockets enclosed by the sprite of at least this many px are background (gaps "
+                    "between arm and body); smaller ones stay (white eyes on white). 0 = keep every pocket.",
+                    default=24,
+                    min=0,
+                    max=100000,
+                ),
             },
         }
 
-    def run(self, image: Any, low: float, high: float, border: int, cleanup: int, mask: Any | None = None) -> tuple:
+    def run(
+        self,
+        image: Any,
+        low: float,
+        high: float,
+        border: int,
+        cleanup: int,
+        mask: Any | None = None,
+        mask_is: str = "alpha",
+        min_hole: int = 24,
+    ) -> tuple:
         from . import pipeline
         from .frames import to_tensor
 
-        rgb, alpha, _ = pipeline.remove_background(image, mask, low, high, border, cleanup, host.progress(len(image)))
+        rgb, alpha, _ = pipeline.remove_background(
+            image, mask, low, high, border, cleanup, host.progress(len(image)), min_hole, mask_is
+        )
         return rgb, alpha, to_tensor(np.concatenate([rgb.numpy(), alpha.numpy()[..., None]], axis=-1))
 
 
@@ -154,9 +201,11 @@ class GameAnimSpriteStabilise:
     """Anchor frames at the feet/centroid and crop them onto one fixed canvas."""
 
     DESCRIPTION = (
-        "Removes jitter and drift: finds each frame's pivot (feet = lowest opaque row, or centroid), moves it "
-        "to a locked or smoothed track by whole pixels, and crops every frame to one canvas (union box + padding). "
-        "Outputs the per-frame offsets as JSON."
+        "Removes jitter and drift: finds each frame's pivot (feet = body centre over the ground line, so a walk "
+        "drawn in place stays in place; or centroid / box centre), moves it to a locked or smoothed track by "
+        "whole pixels, and crops every frame to one canvas (union box + padding). lock also takes the root motion "
+        "out of a walk that travels; offsets_json carries the per-frame offsets and root_motion for the engine. "
+        "Any IMAGE works: alpha from the MASK, a 4th channel, or opaque."
     )
     CATEGORY = category("Sprite", "Anchor")
     FUNCTION = "run"
@@ -165,7 +214,7 @@ class GameAnimSpriteStabilise:
     OUTPUT_TOOLTIPS = (
         "Frames on the fixed canvas.",
         "Alpha on the fixed canvas.",
-        "JSON: offsets [[dx,dy],...], canvas size, anchor.",
+        "JSON: offsets [[dx,dy],...], root_motion [[x,y],...] (pivot travel removed, px from frame 0), canvas, anchor.",
     )
 
     @classmethod
@@ -173,31 +222,50 @@ class GameAnimSpriteStabilise:
         return {
             "required": {
                 "image": field("IMAGE", IMAGE_TIP),
-                "mask": field("MASK", MASK_TIP),
                 "anchor": field(
-                    list(ANCHORS), "Pivot: feet (lowest opaque row), centroid (alpha-weighted) or bbox_center."
+                    list(ANCHORS),
+                    "Pivot: feet (body centre over the ground line), centroid (alpha-weighted) or bbox_center.",
                 ),
                 "mode": field(
                     list(MODES),
-                    "lock: pivot fixed (in-place cycles); smooth: keep slow motion, remove jitter; none: canvas only.",
+                    "lock: pivot fixed (in-place cycles; removes a walk's travel, see root_motion); smooth: keep "
+                    "slow motion, remove jitter; none: canvas only.",
                 ),
                 "sigma": field(
                     "FLOAT", "Smoothing width in frames for mode=smooth.", default=2.0, min=0.1, max=50.0, step=0.1
                 ),
                 "padding": field("INT", "Transparent pixels around the union box.", default=2, min=0, max=256),
-            }
+            },
+            "optional": _mask_inputs(),
         }
 
-    def run(self, image: Any, mask: Any, anchor: str, mode: str, sigma: float, padding: int) -> tuple:
+    def run(
+        self,
+        image: Any,
+        anchor: str,
+        mode: str,
+        sigma: float,
+        padding: int,
+        mask: Any | None = None,
+        mask_is: str = "alpha",
+    ) -> tuple:
         from . import pipeline
         from .frames import to_tensor
 
         result = pipeline.stabilise(
-            image, mask, anchor=anchor, mode=mode, sigma=sigma, padding=padding, progress=host.progress(len(image))
+            image,
+            mask,
+            mask_is,
+            anchor=anchor,
+            mode=mode,
+            sigma=sigma,
+            padding=padding,
+            progress=host.progress(len(image)),
         )
         h, w = result.alpha.shape[1:]
         info = {
             "offsets": result.offsets.tolist(),
+            "root_motion": (result.offsets[0] - result.offsets).tolist(),
             "canvas": {"w": int(w), "h": int(h)},
             "anchor": anchor,
             "mode": mode,
@@ -294,7 +362,6 @@ class GameAnimSpritePixelArt:
         return {
             "required": {
                 "image": field("IMAGE", IMAGE_TIP),
-                "mask": field("MASK", MASK_TIP),
                 "width": field("INT", "Sprite width in pixels after downscaling.", default=64, min=1, max=4096),
                 "height": field("INT", "Sprite height in pixels after downscaling.", default=64, min=1, max=4096),
                 "palette": field(
@@ -314,13 +381,13 @@ class GameAnimSpritePixelArt:
                     max=2**31 - 1,
                     control_after_generate=True,
                 ),
-            }
+            },
+            "optional": _mask_inputs(),
         }
 
     def run(
         self,
         image: Any,
-        mask: Any,
         width: int,
         height: int,
         palette: str,
@@ -329,6 +396,8 @@ class GameAnimSpritePixelArt:
         outline: bool,
         outline_colour: str,
         seed: int,
+        mask: Any | None = None,
+        mask_is: str = "alpha",
     ) -> tuple:
         from . import pipeline
         from .frames import to_tensor
@@ -341,6 +410,7 @@ class GameAnimSpritePixelArt:
             mask,
             width,
             height,
+            mask_is,
             palette=palette,
             colours=colours,
             palette_colours=pal,
@@ -371,7 +441,6 @@ class GameAnimSpriteSheet:
         return {
             "required": {
                 "image": field("IMAGE", IMAGE_TIP),
-                "mask": field("MASK", MASK_TIP),
                 "filename_prefix": field("STRING", PREFIX_TIP, default="gameanim/sprite"),
                 "layout": field(
                     list(LAYOUTS), "grid: equal cells; packed: frames trimmed to their opaque box and packed."
@@ -401,13 +470,13 @@ class GameAnimSpriteSheet:
                 "godot": field(
                     list(GODOT_CHOICES), "Godot SpriteFrames .tres to write (Godot 4 format=3, Godot 3 format=2)."
                 ),
-            }
+            },
+            "optional": _mask_inputs(),
         }
 
     def run(
         self,
         image: Any,
-        mask: Any,
         filename_prefix: str,
         layout: str,
         columns: int,
@@ -418,6 +487,8 @@ class GameAnimSpriteSheet:
         merge_holds: bool,
         aseprite_json: bool,
         godot: str,
+        mask: Any | None = None,
+        mask_is: str = "alpha",
     ) -> dict:
         from . import pipeline
         from .frames import to_tensor
@@ -436,6 +507,7 @@ class GameAnimSpriteSheet:
             merge_holds,
             Path(name).name,
             host.progress(len(image)),
+            mask_is,
         )
         formats = ["texturepacker_hash"] + (["aseprite_hash"] if aseprite_json else [])
         formats += {"godot4": ["godot4"], "godot3": ["godot3"], "both": ["godot4", "godot3"], "none": []}[godot]
@@ -467,21 +539,33 @@ class GameAnimSpriteExport:
         return {
             "required": {
                 "image": field("IMAGE", IMAGE_TIP),
-                "mask": field("MASK", MASK_TIP),
                 "filename_prefix": field("STRING", PREFIX_TIP, default="gameanim/sprite"),
                 "format": field(list(EXPORT_FORMATS), "File format (all keep transparency; GIF only 1-bit)."),
                 "fps": field("FLOAT", "Playback rate.", default=12.0, min=0.1, max=100.0, step=0.1),
                 "loop": field("INT", "Times to loop (0 = forever).", default=0, min=0, max=65535),
-            }
+            },
+            "optional": _mask_inputs(),
         }
 
-    def run(self, image: Any, mask: Any, filename_prefix: str, format: str, fps: float, loop: int) -> dict:
+    def run(
+        self,
+        image: Any,
+        filename_prefix: str,
+        format: str,
+        fps: float,
+        loop: int,
+        mask: Any | None = None,
+        mask_is: str = "alpha",
+    ) -> dict:
         from . import pipeline
+        from .frames import to_tensor
 
         name = _next_free(filename_prefix)
         paths = pipeline.export_animation(
-            image, mask, host.output_dir(), name, format, fps, None, loop, host.progress(len(image))
+            image, mask, host.output_dir(), name, format, fps, None, loop, host.progress(len(image)), mask_is
         )
+        rgb, alpha = pipeline.rgb_alpha(image, mask, mask_is)
+        image, mask = to_tensor(rgb), to_tensor(alpha)
         entries = [_ui_entry(p) for p in paths]
         ui: dict[str, Any] = {"images": entries}
         if format != "png_sequence":

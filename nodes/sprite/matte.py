@@ -17,7 +17,7 @@ therefore decides *where* the background is, not only *what colour* it is:
    the border through other such pixels.  Pockets enclosed by the sprite (between arm and body,
    between the legs) are background when they are at least ``min_hole`` px; smaller key-coloured
    islands (white eyes on white, a grey buckle on grey) stay part of the character.  Opaque specks
-   smaller than ``(2·cleanup+1)²`` px are dropped.
+   smaller than ``(2·cleanup+3)²`` px are dropped.
 4. **Unmix** the rim: an edge pixel is ``C = a·F + (1 - a)·B`` with ``B`` the background model
    there and ``F`` the mean of nearby interior pixels; ``a`` is the projection of ``C - B`` onto
    ``F - B`` and ``(C - (1 - a)·B)/a`` is the despilled colour.
@@ -179,13 +179,14 @@ def remove_background(
     lab = [cv2.blur(cv2.cvtColor(f, cv2.COLOR_RGB2Lab), (3, 3)) for f in frames]
     # Pass 1: a surface per frame from the border band; the tolerance from its residuals (whole clip).
     coefs = [fit_surface(basis[band], px[band], max(low, 1.0)) for px in lab]
-    tol = noise_tolerance(np.concatenate([distance(px[band], basis[band] @ c) for px, c in zip(lab, coefs)]), low)
+    edge = basis[band]
+    tol = noise_tolerance(np.concatenate([distance(px[band], edge @ c) for px, c in zip(lab, coefs, strict=True)]), low)
     # Pass 2: refit on everything pass 1 calls background, so a vignette's centre fits too.
     for i, px in enumerate(lab):
         sample = background_region(distance(px, basis @ coefs[i]), tol, 0) & step
         if sample.sum() > 64:
             coefs[i] = fit_surface(basis[sample], px[sample], tol)
-    resid = np.concatenate([distance(px[band], basis[band] @ c) for px, c in zip(lab, coefs)])
+    resid = np.concatenate([distance(px[band], edge @ c) for px, c in zip(lab, coefs, strict=True)])
     tol = noise_tolerance(resid, low)
     fraction = float(np.mean(resid <= tol))
     corners = basis[[0, 0, -1, -1, h // 2], [0, -1, 0, -1, w // 2]]  # a quadratic's range shows at these
@@ -207,7 +208,7 @@ def remove_background(
     for i in range(t):
         dist = distance(lab[i], basis @ coefs[i])
         bg = background_region(dist, tol, min_hole)
-        fg = remove_specks(~bg, (2 * cleanup + 1) ** 2 if cleanup > 0 else 0)
+        fg = remove_specks(~bg, (2 * cleanup + 3) ** 2 if cleanup > 0 else 0)  # +2: the 3x3 Lab blur
         # The RGB background model (for unmixing) from the same background pixels.
         sample = bg & step
         coef_rgb = solve(basis[sample], frames[i][sample]) if sample.sum() > 64 else solve(basis[band], frames[i][band])
@@ -322,6 +323,7 @@ def unmix(
         own_colour = off_line & (depth[ys, xs] > rim)
         # Foreground too close to the key to unmix, or a colour of its own: known foreground.
         a = np.where((norm2 < 0.05**2) | own_colour, 1.0, proj).astype(np.float32)
+        a[a < 0.05] = 0.0  # below noise: no semi-transparent dust around the sprite
         safe = np.maximum(a, 0.05)[:, None]
         unmixed = np.clip((c - (1.0 - safe) * key) / safe, 0.0, 1.0)
         alpha[ys + y0, xs + x0] = a
