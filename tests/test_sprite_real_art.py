@@ -19,16 +19,6 @@ import sprite_synth as synth
 HARD = ("robot", "male_person")
 
 
-def head_x(alpha: np.ndarray) -> np.ndarray:
-    """Per-frame x of the head: alpha-weighted centre of the top 20% of the opaque box."""
-    boxes = anchor.bounding_boxes(alpha)
-    out = []
-    for i, (_, y0, _, y1) in enumerate(boxes):
-        band = alpha[i, y0 : y0 + max(1, int(0.2 * (y1 - y0)))]
-        out.append(float(band.sum(axis=0) @ np.arange(alpha.shape[2]) / band.sum()))
-    return np.array(out)
-
-
 @pytest.mark.parametrize("generated", [False, True], ids=["clean", "generated"])
 @pytest.mark.parametrize("key", list(real.KEYS))
 def test_matte_iou_on_every_key(key, generated):
@@ -64,7 +54,7 @@ def test_stabilised_walk_keeps_head_and_feet_where_the_artist_drew_them(characte
     _, alpha, _ = matte.remove_background(frames)
     result = anchor.stabilise(frames, alpha)
     # Head sway as drawn (not frozen, not swinging), feet line as drawn.
-    assert abs(np.ptp(head_x(result.alpha)) - np.ptp(head_x(source))) <= 2.5
+    assert abs(np.ptp(anchor.head_x(result.alpha)) - np.ptp(anchor.head_x(source))) <= 2.5
     assert abs(np.ptp(anchor.ground_y(result.alpha)) - np.ptp(anchor.ground_y(source))) <= 2
     # Planted jitter removed: the offsets undo it up to one common shift (within 1 px).
     undone = result.offsets + planted
@@ -91,4 +81,4 @@ def test_root_motion_is_removed_and_reported():
     result = anchor.stabilise(np.repeat(canvas[..., None], 3, axis=-1), canvas, mode="lock")
     travel = result.offsets[0, 0] - result.offsets[:, 0]
     np.testing.assert_allclose(travel, 6 * np.arange(t), atol=1)
-    assert np.ptp(head_x(result.alpha)) <= np.ptp(head_x(alpha)) + 1
+    assert np.ptp(anchor.head_x(result.alpha)) <= np.ptp(anchor.head_x(alpha)) + 1

@@ -108,6 +108,21 @@ def body_x(alpha: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     return xs
 
 
+def head_x(alpha: np.ndarray, fraction: float = 0.2, threshold: float = 0.5) -> np.ndarray:
+    """Per-frame x of the head: alpha-weighted centre of the top ``fraction`` of the opaque box.
+
+    How far it travels over a clip (its span) says whether an in-place cycle stayed in place.
+    """
+    boxes = bounding_boxes(alpha, threshold)
+    out = np.full(len(alpha), np.nan)
+    columns = np.arange(alpha.shape[2], dtype=np.float64)
+    for i in np.flatnonzero(boxes[:, 0] >= 0):
+        y0, y1 = boxes[i, 1], boxes[i, 3]
+        band = alpha[i, y0 : y0 + max(1, int(fraction * (y1 - y0)))].sum(axis=0)
+        out[i] = band @ columns / band.sum()
+    return out
+
+
 def ground_y(alpha: np.ndarray, threshold: float = 0.5, min_pixels: int = 2) -> np.ndarray:
     """Per-frame ground line: the bottom edge of the lowest row with ``min_pixels`` opaque pixels.
 
