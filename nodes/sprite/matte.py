@@ -243,21 +243,29 @@ def background_region(dist: np.ndarray, tol: float, min_hole: int) -> np.ndarray
     key-coloured islands (a highlight, white teeth on white) stay part of the character.
     ``min_hole`` 0 means: no pockets.
     """
-    n, labels, _, _ = cv2.connectedComponentsWithStats((dist <= tol).astype(np.uint8), connectivity=4)
+    n, labels = cv2.connectedComponents((dist <= tol).astype(np.uint8), connectivity=4)
     keep = np.zeros(n, bool)
     for edge in (labels[0], labels[-1], labels[:, 0], labels[:, -1]):
         keep[edge] = True
     keep[0] = False  # label 0 is the set farther than tol
     bg = keep[labels]
-    if min_hole > 0:
-        loose = (dist <= 3.0 * tol) & ~bg
+    box = sprite_box(~bg)
+    if min_hole > 0 and box is not None:
+        inner, d = bg[box], dist[box]  # pockets lie inside the sprite's box
+        loose = (d <= 3.0 * tol) & ~inner
         n, labels, stats, _ = cv2.connectedComponentsWithStats(loose.astype(np.uint8), connectivity=4)
         area = stats[:, cv2.CC_STAT_AREA]
-        mean = np.bincount(labels.reshape(-1), weights=dist.reshape(-1), minlength=n) / np.maximum(area, 1)
+        mean = np.bincount(labels.reshape(-1), weights=d.reshape(-1), minlength=n) / np.maximum(area, 1)
         pocket = (area >= min_hole) & (mean <= 3.0 * tol)
         pocket[0] = False
-        bg |= pocket[labels]
+        inner |= pocket[labels]
     return bg
+
+
+def sprite_box(mask: np.ndarray) -> tuple[slice, slice] | None:
+    """The bounding box of ``mask`` as slices (None when empty): later steps work inside it."""
+    x, y, w, h = cv2.boundingRect(mask.astype(np.uint8))
+    return (slice(y, y + h), slice(x, x + w)) if w and h else None
 
 
 def remove_specks(fg: np.ndarray, min_area: int, relative: float = 0.005) -> np.ndarray:
@@ -266,14 +274,17 @@ def remove_specks(fg: np.ndarray, min_area: int, relative: float = 0.005) -> np.
     Noise and compression blocks leave small detached islands; a character's detached parts
     (a thrown sword, a hand drawn apart) are much larger than 0.5% of its body.
     """
-    if min_area <= 1:
+    box = sprite_box(fg)
+    if min_area <= 1 or box is None:
         return fg
-    n, labels, stats, _ = cv2.connectedComponentsWithStats(fg.astype(np.uint8), connectivity=8)
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(fg[box].astype(np.uint8), connectivity=8)
     area = stats[:, cv2.CC_STAT_AREA]
     largest = area[1:].max() if n > 1 else 0
     keep = area >= max(min_area, relative * largest)
     keep[0] = False
-    return keep[labels]
+    out = np.zeros_like(fg)
+    out[box] = keep[labels]
+    return out
 
 
 def unmix(
