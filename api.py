@@ -237,25 +237,26 @@ def apply_lora(
 def remove_background(
     frames: Any,
     mask: Any | None = None,
-    low: float = 8.0,
-    high: float = 30.0,
+    low: float = 2.0,
+    high: float = 16.0,
     border: int = 4,
     cleanup: int = 1,
     progress: ProgressFn | None = None,
+    min_hole: int = 24,
 ) -> tuple[Any, Any]:
-    """Key out a solid-colour background: ``(rgb [T,H,W,3], alpha [T,H,W])`` float tensors.
+    """Key out a (nearly) solid background: ``(rgb [T,H,W,3], alpha [T,H,W])`` float tensors.
 
-    The key colour is the median of a ``border``-px band of every frame.  Pixels closer than
-    ``low`` ΔE (CIE Lab) to it are transparent, pixels beyond ``high`` opaque; the anti-aliased rim
-    is unmixed (alpha by projection onto the local foreground colour) and despilled.  With an
-    external ``mask`` ([T,H,W] or [H,W], e.g. from a segmentation node) that mask is the alpha and
-    only the edge despill runs.  A background that is not one colour is left alone: the frames
-    come back unchanged with alpha 1 and a warning is logged (``gameanim.sprite``).
-    Raises :class:`InputError` for an empty batch or a mask whose size does not match.
+    The background of each frame is a smooth surface (gradients and vignettes included) fitted to
+    a ``border``-px band; the tolerance is measured from the clip's own background noise (never
+    below ``low`` ΔE); background is what lies within it *and* connects to the frame border, plus
+    enclosed pockets of at least ``min_hole`` px.  The anti-aliased rim is unmixed and despilled.
+    With an external ``mask`` (alpha, 1 = opaque; [T,H,W] or [H,W]) that mask is the alpha and only
+    the edge despill runs.  Raises :class:`InputError` for an empty batch, NaN frames, a mask whose
+    size does not match, or a background that is not solid (noise above ``high`` ΔE, a scene).
     """
     from .nodes.sprite import pipeline
 
-    rgb, alpha, _ = pipeline.remove_background(frames, mask, low, high, border, cleanup, progress)
+    rgb, alpha, _ = pipeline.remove_background(frames, mask, low, high, border, cleanup, progress, min_hole)
     return rgb, alpha
 
 
@@ -270,9 +271,10 @@ def stabilise(
 ) -> tuple[Any, Any, list[tuple[int, int]]]:
     """Anchor every frame at its pivot and crop all frames to one fixed canvas.
 
-    ``anchor``: ``feet`` (lowest opaque row, centred on the lowest rows' opaque pixels),
-    ``centroid`` or ``bbox_center``.  ``mode``: ``lock`` (pivot at one canvas pixel in every
-    frame, for in-place cycles), ``smooth`` (Gaussian-smoothed track with ``sigma`` frames, keeps
+    ``anchor``: ``feet`` (x from the body: head/torso/hips matched across frames, not the feet,
+    which alternate in a walk; y from the ground line of the frames in contact), ``centroid`` or
+    ``bbox_center``.  ``mode``: ``lock`` (pivot at one canvas pixel in every
+    frame: in-place cycles, or a walk with its root motion taken out), ``smooth`` (Gaussian-smoothed track with ``sigma`` frames, keeps
     slow motion, removes jitter) or ``none`` (only the common canvas).  Shifts are whole pixels.
     Returns ``(rgb, alpha, offsets)`` with ``offsets[t] = (dx, dy)``: input pixel ``(x, y)`` of
     frame ``t`` is at ``(x + dx, y + dy)`` on the canvas.

@@ -37,11 +37,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import_pack()
+    import numpy as np
     import torch
     from gameanim import api
     from gameanim.nodes.pose.motion import load_motion
     from gameanim.nodes.pose.render_motion import SAMPLE_RUN_CYCLE, CameraSettings, render_pose
     from gameanim.nodes.pose.skeleton import pose3d_from_motion
+    from gameanim.nodes.sprite.anchor import head_x
     from PIL import Image
 
     start = time.perf_counter()
@@ -68,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     rgb, sprite_alpha, _offsets = api.stabilise(mannequin, alpha)
+    head_span = float(np.ptp(head_x(sprite_alpha.numpy())))
     written = api.save_sprite_sheet(rgb, sprite_alpha, args.out, "mannequin_sheet", formats=("texturepacker_hash",))
     written += api.export_animation(rgb, sprite_alpha, args.out, "mannequin", "gif", fps=fps)
     elapsed = time.perf_counter() - start
@@ -76,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(result.pose_maps)} frames ({args.camera}, {args.size}px, mapping {result.pose.mapping}) in {elapsed:.2f} s"
     )
     print(f"motion scope {scope.scope:.2f} px/frame at 480x720 → level {scope.level} of 5")
+    print(f"sprite anchored at the feet: the head's horizontal span is {head_span:.1f} px (in place)")
     for path in [pose_dir, args.out / "pose_keypoints.json", args.out / "motion_scope.json", *written]:
         print(f"  {path}")
     return 0

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-
 import gameanim.nodes.sprite.matte as matte
 import numpy as np
 import pytest
@@ -58,16 +56,24 @@ def test_specks_in_background_are_removed():
     assert alpha[0, 5, 5] == 0.0
 
 
-def test_non_solid_background_returns_input_with_warning(caplog):
+@pytest.mark.parametrize("kind", ["strong_gradient", "texture"])
+def test_non_solid_background_is_a_clear_error(kind):
     h, w = 96, 128
-    gradient = np.stack([*np.meshgrid(np.linspace(0, 1, w), np.linspace(0, 1, h)), np.full((h, w), 0.5)], -1)
-    frames = np.repeat(gradient[None].astype(np.float32), 2, axis=0)
-    with caplog.at_level(logging.WARNING, logger="gameanim.sprite"):
-        rgb, alpha, background = matte.remove_background(frames)
-    assert not background.solid
-    assert "not a solid colour" in caplog.text
-    np.testing.assert_array_equal(rgb, frames)
-    assert (alpha == 1).all()
+    if kind == "strong_gradient":
+        scene = np.stack([*np.meshgrid(np.linspace(0, 1, w), np.linspace(0, 1, h)), np.full((h, w), 0.5)], -1)
+    else:  # a scene-like texture: no smooth surface fits its border
+        scene = np.random.default_rng(0).uniform(0, 1, (h, w, 3))
+    frames = np.repeat(scene[None].astype(np.float32), 2, axis=0)
+    with pytest.raises(InputError, match=r"not a solid colour: \d+% of the border") as err:
+        matte.remove_background(frames)
+    assert "MASK" in str(err.value)  # says what to do
+
+
+def test_nan_frames_are_refused():
+    frames, _, _ = synth.clip(t=3)
+    frames[1, 10, 10, 0] = np.nan
+    with pytest.raises(InputError, match=r"NaN or infinite values in frame\(s\) \[1\]"):
+        api.remove_background(torch.from_numpy(frames))
 
 
 def test_api_remove_background_tensors_and_mask():

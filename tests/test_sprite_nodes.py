@@ -83,7 +83,7 @@ def test_prefix_traversal_is_rejected(tmp_path, monkeypatch):
         node.run(img, "../outside", "gif", 12.0, 0, mask=mask)
     result = node.run(img, "ok/name", "apng", 12.0, 0, mask=mask)
     assert result["result"][0] == "ok/name_00001.png"
-    assert node.run(img, "ok/name", "apng", 12.0, 0)["result"][0] == "ok/name_00002.png"
+    assert node.run(img, "ok/name", "apng", 12.0, 0, mask=mask)["result"][0] == "ok/name_00002.png"
 
 
 def test_loader_errors(tmp_path, monkeypatch):
@@ -110,3 +110,43 @@ def test_timing_node_loop_trim_reports_indices():
     data = json.loads(info)
     assert (data["start"], data["end"]) == (0, 5) and data["indices"] == [0, 1, 2, 3, 4]
     assert img.shape[0] == 5
+
+
+def test_any_image_connects_and_mask_polarity_is_explicit(tmp_path, monkeypatch):
+    """Stabilise, Pixel Art, Save Sprite Sheet and Save Sprite Animation take a plain IMAGE (opaque), a
+    4-channel IMAGE (4th channel = alpha) or a MASK of either polarity, with the same result."""
+    import sprite_synth as synth
+    import torch
+
+    monkeypatch.setenv("GAMEANIM_BASE_DIR", str(tmp_path))
+    frames, truth, _ = synth.clip(t=3, h=96, w=128)
+    rgb, alpha = torch.from_numpy(frames), torch.from_numpy(truth)
+    rgba = torch.cat([rgb, alpha[..., None]], dim=-1)
+    node = comfy_nodes.GameAnimSpriteStabilise()
+    by_mask = node.run(rgb, "feet", "lock", 2.0, 2, mask=alpha)
+    by_channel = node.run(rgba, "feet", "lock", 2.0, 2)
+    by_transparency = node.run(rgb, "feet", "lock", 2.0, 2, mask=1 - alpha, mask_is="transparency")
+    for other in (by_channel, by_transparency):
+        torch.testing.assert_close(other[1], by_mask[1])
+        assert json.loads(other[2])["offsets"] == json.loads(by_mask[2])["offsets"]
+    info = json.loads(by_mask[2])
+    assert info["root_motion"][0] == [0, 0] and len(info["root_motion"]) == 3
+    # No alpha at all: the frames are opaque.
+    opaque = node.run(rgb, "feet", "none", 2.0, 0)
+    assert float(opaque[1].min()) == 1.0
+    _, pix_alpha = comfy_nodes.GameAnimSpritePixelArt().run(rgb, 32, 24, "none", 8, "", False, "000000", 0)
+    assert float(pix_alpha.min()) == 1.0
+    sheet = comfy_nodes.GameAnimSpriteSheet().run(rgba, "s/x", "grid", 0, 1, 0, False, 12.0, False, False, "none")
+    assert float(sheet["result"][1].max()) == 1.0 and float(sheet["result"][1].min()) == 0.0
+    files = comfy_nodes.GameAnimSpriteExport().run(rgb, "s/y", "apng", 12.0, 0, mask=1 - alpha, mask_is="transparency")
+    assert files["result"][0].endswith(".png")
+    with pytest.raises(InputError, match="polarity"):
+        node.run(rgb, "feet", "lock", 2.0, 2, mask=alpha, mask_is="inverted")
+
+
+def test_remove_background_node_refuses_a_scene():
+    import torch
+
+    scene = torch.rand(2, 64, 96, 3, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(InputError, match="not a solid colour"):
+        comfy_nodes.GameAnimSpriteRemoveBackground().run(scene, 2.0, 16.0, 4, 1)

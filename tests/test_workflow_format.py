@@ -254,6 +254,8 @@ def test_legacy_group_node_is_refused_with_what_to_do():
     ui["nodes"][1]["type"] = "workflow>my group"
     with pytest.raises(WorkflowError, match="legacy group node .*convert the group node to a subgraph"):
         ui_to_api(ui, DEFS)
+
+
 STAGED = {
     "1": {"inputs": {"seed": 5, "mode": "b"}, "class_type": "Src", "_meta": {"title": "Source", "group": "Make"}},
     "2": {

@@ -2,12 +2,16 @@
 
 Generated clips drift and jitter by a few pixels.  Game engines place a sprite by one fixed pivot
 (usually the feet), so every frame must put the character's pivot at the same canvas pixel.  We
-find the pivot per frame from the alpha (feet: lowest opaque row, centred on the opaque pixels of
-the lowest rows; centroid: alpha-weighted centre), choose a target track (``lock``: one constant
-position, for in-place cycles; ``smooth``: a Gaussian-smoothed track, keeping slow intended motion
-but removing jitter), shift every frame by a whole number of pixels (no resampling blur, which
-matters for pixel art) and crop all frames to one fixed canvas: the union of the shifted boxes
-plus padding.
+find the pivot per frame from the alpha, choose a target track (``lock``: one constant position,
+for in-place cycles and to take the root motion out of a walk that travels; ``smooth``: a
+Gaussian-smoothed track, keeping slow intended motion but removing jitter), shift every frame by
+a whole number of pixels (no resampling blur, which matters for pixel art) and crop all frames
+to one fixed canvas: the union of the shifted boxes plus padding.
+
+The ``feet`` pivot takes x from the body (head and torso), not from the lowest pixels: in a walk
+the lowest pixels alternate between the front and the back foot, and following them makes the
+sprite slide back and forth.  y is the ground line of the frames in contact; frames in the air
+(a run's flight phase, a jump) keep their height above it.
 """
 
 from __future__ import annotations
@@ -55,11 +59,88 @@ def bounding_boxes(alpha: np.ndarray, threshold: float = 0.5) -> np.ndarray:
     return boxes
 
 
-def anchor_points(alpha: np.ndarray, anchor: str = "feet", threshold: float = 0.5, feet_rows: int = 3) -> np.ndarray:
+# Body bands (fractions of the sprite's height from its top): head, chest, hips.  The legs (the
+# lowest 30%) are left out: they are what moves most in a walk or a run.
+BODY_BANDS = ((0.0, 0.3), (0.3, 0.5), (0.5, 0.7))
+
+
+def band_profiles(alpha: np.ndarray, boxes: np.ndarray, band: tuple[float, float]) -> np.ndarray:
+    """``[T,W]`` column profiles: alpha summed over the rows of ``band`` of each frame's sprite."""
+    t, _, w = alpha.shape
+    profiles = np.zeros((t, w), np.float64)
+    for i in np.flatnonzero(boxes[:, 0] >= 0):
+        y0, y1 = boxes[i, 1], boxes[i, 3]
+        top, bottom = y0 + int(band[0] * (y1 - y0)), y0 + max(1, int(round(band[1] * (y1 - y0))))
+        profiles[i] = alpha[i, top:bottom].sum(axis=0)
+    return profiles
+
+
+def match_lags(profiles: np.ndarray, ref: int, present: np.ndarray) -> np.ndarray:
+    """Whole-pixel lag (cross-correlation peak) of every present profile against ``profiles[ref]``."""
+    w = profiles.shape[1]
+    n = 1 << int(np.ceil(np.log2(2 * w)))
+    spectra = np.fft.rfft(profiles[present], n)
+    corr = np.fft.irfft(spectra * np.conj(np.fft.rfft(profiles[ref], n)), n)
+    peak = corr.argmax(axis=1)
+    return np.where(peak < n // 2, peak, peak - n)
+
+
+def body_x(alpha: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """Per-frame horizontal body position, robust to swinging limbs; NaN for empty frames.
+
+    For each band of :data:`BODY_BANDS` the column profiles of all frames are matched against a
+    reference frame's by cross-correlation, which gives each frame's whole-pixel displacement of
+    that part of the body.  Jitter and travel move every part alike; a swinging arm, a leg or a
+    swaying head moves one band only, so the per-frame median over the bands is the body's
+    displacement.  A clip drawn in place thus gets (nearly) the same x in every frame, and feet
+    that alternate do not drag the pivot.  The reference is placed at its alpha-weighted median
+    column, so the value is a real pixel position (the body centre).
+    """
+    present = np.flatnonzero(boxes[:, 0] >= 0)
+    xs = np.full(alpha.shape[0], np.nan)
+    heights = boxes[present, 3] - boxes[present, 1]
+    ref = int(present[np.argsort(heights)[len(present) // 2]])  # a typical frame, not a crouch or a leap
+    lags = np.stack([match_lags(band_profiles(alpha, boxes, band), ref, present) for band in BODY_BANDS])
+    profile = band_profiles(alpha[ref : ref + 1], boxes[ref : ref + 1], (0.0, 1.0))[0]
+    cum = np.cumsum(profile)
+    centre = float(np.searchsorted(cum, cum[-1] / 2)) + 0.5
+    xs[present] = centre + np.median(lags, axis=0)
+    return xs
+
+
+def head_x(alpha: np.ndarray, fraction: float = 0.2, threshold: float = 0.5) -> np.ndarray:
+    """Per-frame x of the head: alpha-weighted centre of the top ``fraction`` of the opaque box.
+
+    How far it travels over a clip (its span) says whether an in-place cycle stayed in place.
+    """
+    boxes = bounding_boxes(alpha, threshold)
+    out = np.full(len(alpha), np.nan)
+    columns = np.arange(alpha.shape[2], dtype=np.float64)
+    for i in np.flatnonzero(boxes[:, 0] >= 0):
+        y0, y1 = boxes[i, 1], boxes[i, 3]
+        band = alpha[i, y0 : y0 + max(1, int(fraction * (y1 - y0)))].sum(axis=0)
+        out[i] = band @ columns / band.sum()
+    return out
+
+
+def ground_y(alpha: np.ndarray, threshold: float = 0.5, min_pixels: int = 2) -> np.ndarray:
+    """Per-frame ground line: the bottom edge of the lowest row with ``min_pixels`` opaque pixels.
+
+    Counting a few pixels per row ignores a stray anti-aliased speck below the feet.
+    """
+    rows = (alpha > threshold).sum(axis=2) >= min_pixels
+    h = alpha.shape[1]
+    bottom = (h - np.argmax(rows[:, ::-1], axis=1)).astype(np.float64)
+    bottom[~rows.any(axis=1)] = np.nan
+    return bottom
+
+
+def anchor_points(alpha: np.ndarray, anchor: str = "feet", threshold: float = 0.5) -> np.ndarray:
     """Per-frame pivot ``(x, y)`` in input pixels; NaN for frames with no opaque pixel.
 
-    ``feet``: y is the bottom edge of the lowest opaque row, x the mean x of the opaque pixels in
-    the lowest ``feet_rows`` rows (between both feet for a standing character).
+    ``feet``: x is the body centre (:func:`body_x`: head and torso, not the feet, which alternate
+    in a walk), y the ground line (:func:`ground_y`).  ``centroid``: alpha-weighted centre.
+    ``bbox_center``: centre of the opaque box.
     """
     if anchor not in ANCHORS:
         raise InputError(f"Unknown anchor {anchor!r}; choose one of {', '.join(ANCHORS)}.")
@@ -67,31 +148,43 @@ def anchor_points(alpha: np.ndarray, anchor: str = "feet", threshold: float = 0.
     boxes = bounding_boxes(alpha, threshold)
     points = np.full((t, 2), np.nan)
     empty = boxes[:, 0] < 0
-    xs = np.arange(w, dtype=np.float64)
-    ys = np.arange(h, dtype=np.float64)
+    if empty.all():
+        return points
     if anchor == "bbox_center":
         points[:, 0] = (boxes[:, 0] + boxes[:, 2]) / 2
         points[:, 1] = (boxes[:, 1] + boxes[:, 3]) / 2
     elif anchor == "centroid":
         mass = alpha.sum(axis=(1, 2))
         with np.errstate(invalid="ignore", divide="ignore"):
-            points[:, 0] = (alpha.sum(axis=1) @ xs) / mass
-            points[:, 1] = (alpha.sum(axis=2) @ ys) / mass
+            points[:, 0] = (alpha.sum(axis=1) @ np.arange(w, dtype=np.float64)) / mass
+            points[:, 1] = (alpha.sum(axis=2) @ np.arange(h, dtype=np.float64)) / mass
     else:
-        opaque = alpha > threshold
-        bottom = boxes[:, 3]
-        band = (ys[None, :] >= (bottom - feet_rows)[:, None]) & (ys[None, :] < bottom[:, None])
-        feet = opaque & band[:, :, None]
-        count = feet.sum(axis=(1, 2))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            points[:, 0] = (feet.sum(axis=1) @ xs + 0.5 * count) / count
-        points[:, 1] = bottom
+        points[:, 0] = body_x(alpha, boxes)
+        points[:, 1] = ground_y(alpha, threshold)
     points[empty] = np.nan
     return points
 
 
-def target_track(points: np.ndarray, mode: str = "lock", sigma: float = 2.0) -> np.ndarray:
-    """Where each frame's pivot should go (input pixel coordinates), ignoring empty frames."""
+def contact_frames(ground: np.ndarray, height: float, fraction: float = 0.06) -> np.ndarray:
+    """Frames whose feet touch the ground: ground line within ``fraction`` x height (>= 3 px) of the lowest.
+
+    In a run or a jump the others are in the air; they keep their height above the ground.
+    """
+    valid = ~np.isnan(ground)
+    if not valid.any():
+        return valid
+    lowest = np.nanmax(ground)
+    return valid & (ground >= lowest - max(3.0, fraction * height))
+
+
+def target_track(
+    points: np.ndarray, mode: str = "lock", sigma: float = 2.0, contact: np.ndarray | None = None
+) -> np.ndarray:
+    """Where each frame's pivot should go (input pixel coordinates), ignoring empty frames.
+
+    With ``contact`` (feet pivot), frames in the air get the vertical shift of the nearest frames
+    in contact, so a jump keeps its height while the ground line is locked.
+    """
     if mode not in MODES:
         raise InputError(f"Unknown stabilise mode {mode!r}; choose one of {', '.join(MODES)}.")
     valid = ~np.isnan(points[:, 0])
@@ -103,9 +196,16 @@ def target_track(points: np.ndarray, mode: str = "lock", sigma: float = 2.0) -> 
         filled[:, k] = np.interp(idx, idx[valid], points[valid, k])
     if mode == "none":
         return filled
+    ref = contact if contact is not None and contact.any() else valid
     if mode == "lock":
-        return np.broadcast_to(np.median(points[valid], axis=0), points.shape).copy()
-    return gaussian_filter1d(filled, sigma=max(sigma, 1e-3), axis=0, mode="nearest")
+        target = np.broadcast_to(np.median(points[ref], axis=0), points.shape).copy()
+    else:
+        target = gaussian_filter1d(filled, sigma=max(sigma, 1e-3), axis=0, mode="nearest")
+    if contact is not None and contact.any() and not contact[valid].all():
+        shift_y = np.interp(idx, idx[contact], (target - filled)[contact, 1])
+        air = valid & ~contact
+        target[air, 1] = filled[air, 1] + shift_y[air]
+    return target
 
 
 def stabilise(
@@ -117,6 +217,7 @@ def stabilise(
     padding: int = 2,
     threshold: float = 0.5,
     progress: ProgressFn | None = None,
+    deadband: int = 2,
 ) -> Stabilised:
     """Shift frames so the pivot follows the target track, then crop to one fixed canvas."""
     rgb = check_frames(rgb, "rgb")
@@ -132,8 +233,17 @@ def stabilise(
             "(Remove Background tolerances) or the mask you connected."
         )
     points = anchor_points(alpha, anchor, threshold)
-    target = target_track(points, mode, sigma)
+    contact = None
+    if anchor == "feet":
+        heights = (boxes[:, 3] - boxes[:, 1]).astype(np.float64)
+        contact = contact_frames(points[:, 1], float(np.median(heights[boxes[:, 0] >= 0])))
+    target = target_track(points, mode, sigma, contact)
     shift = np.nan_to_num(np.rint(target - points), nan=0.0).astype(np.int64)
+    # The body estimate of a clip drawn in place wanders by a pixel (limbs move); correcting that
+    # would add motion the artist did not draw.  So an axis whose shifts all stay within
+    # ``deadband`` px is left alone: an aligned clip comes out exactly as it went in.
+    still = np.abs(shift).max(axis=0) <= deadband
+    shift[:, still] = 0
     present = boxes[:, 0] >= 0
     moved = boxes[present] + np.concatenate([shift[present], shift[present]], axis=1)
     cx0, cy0 = moved[:, 0].min() - padding, moved[:, 1].min() - padding

@@ -19,13 +19,31 @@ from ...core.errors import InputError
 from ...core.paths import SAMPLE_DATA, confined, sanitize_relative
 from ...core.preview import animation_preview
 from ..common import category, field
-from .options import ANCHORS, EXPORT_FORMATS, GODOT_CHOICES, LAYOUTS, PALETTE_METHODS, TIMING_OPS
+from .options import ANCHORS, EXPORT_FORMATS, GODOT_CHOICES, LAYOUTS, MASK_POLARITIES, PALETTE_METHODS, TIMING_OPS
 from .options import STABILISE_MODES as MODES
 
 logger = logging.getLogger("gameanim.sprite")
 
 IMAGE_TIP = "Frames as an IMAGE batch [T,H,W,3] (a 4th channel is used as alpha when no mask is given)."
 MASK_TIP = "Alpha per frame (MASK [T,H,W]), e.g. from Remove Background or a segmentation node."
+OPTIONAL_MASK_TIP = (
+    "Optional alpha per frame (MASK [T,H,W]). Without it a 4-channel IMAGE's 4th channel is the alpha, "
+    "else the frames are opaque, so VC2 Decode or a video loader connects directly."
+)
+MASK_IS_TIP = (
+    "What the MASK means: 'alpha' = 1 is opaque (GameAnim's Remove Background / Stabilise outputs); "
+    "'transparency' = 1 is transparent (core Load Image's MASK, Join Image with Alpha)."
+)
+
+
+def _mask_inputs() -> dict[str, Any]:
+    """The optional ``mask`` + ``mask_is`` inputs shared by the nodes that take any IMAGE."""
+    return {
+        "mask": field("MASK", OPTIONAL_MASK_TIP),
+        "mask_is": field(list(MASK_POLARITIES), MASK_IS_TIP, default="alpha"),
+    }
+
+
 PREFIX_TIP = (
     "File name prefix under ComfyUI's output folder; sub-folders allowed (sprites/knight), no '..' or absolute paths."
 )
@@ -113,10 +131,12 @@ class GameAnimSpriteRemoveBackground:
     """Solid-colour background to alpha, or an external mask with despill."""
 
     DESCRIPTION = (
-        "Turns a sprite on a solid-colour background into RGB + alpha: the key colour is estimated from the "
-        "frame borders, the matte is built from the CIE Lab distance, anti-aliased edges are unmixed and "
-        "despilled, specks are removed. If the border is not one colour the frames pass through unchanged "
-        "(alpha 1) with a warning. Connect a MASK to use it as alpha instead."
+        "Turns a sprite on a (nearly) solid background into RGB + alpha. The background of every frame is "
+        "modelled as a smooth surface (gradients, vignettes), the tolerance is measured from the clip's own "
+        "noise, and background is what matches it AND connects to the frame border (plus enclosed gaps between "
+        "arm and body or the legs), so sprite colours close to a white or grey key survive. Anti-aliased "
+        "edges are unmixed and despilled. A background that is not solid stops with a message saying what "
+        "matched and what to do. Connect a MASK to use it as alpha instead (only despill runs)."
     )
     CATEGORY = category("Sprite", "Matte")
     FUNCTION = "run"
@@ -135,16 +155,18 @@ class GameAnimSpriteRemoveBackground:
                 "image": field("IMAGE", IMAGE_TIP),
                 "low": field(
                     "FLOAT",
-                    "ΔE (CIE Lab) below which a pixel is background; also the tolerance of the solid-background check (raise it for noisy or slightly shaded backgrounds).",
-                    default=8.0,
+                    "Smallest background tolerance in ΔE (CIE Lab). The tolerance is measured from the clip's "
+                    "background noise; this is its floor (raise it only if background specks remain).",
+                    default=2.0,
                     min=0.0,
                     max=100.0,
                     step=0.5,
                 ),
                 "high": field(
                     "FLOAT",
-                    "ΔE above which a pixel is surely sprite; between low and high edges are unmixed.",
-                    default=30.0,
+                    "Largest background tolerance in ΔE accepted: a background noisier than this is not solid "
+                    "and the node stops with a message (raise it for very noisy keys).",
+                    default=16.0,
                     min=0.5,
                     max=150.0,
                     step=0.5,
@@ -153,19 +175,44 @@ class GameAnimSpriteRemoveBackground:
                     "INT", "Width in px of the border band used to estimate the key colour.", default=4, min=1, max=64
                 ),
                 "cleanup": field(
-                    "INT", "Radius of the morphological opening that removes specks (0 = off).", default=1, min=0, max=8
+                    "INT",
+                    "Speck removal: opaque islands smaller than (2r+3)^2 px (or 0.5% of the sprite) are dropped (0 = off).",
+                    default=1,
+                    min=0,
+                    max=8,
                 ),
             },
             "optional": {
-                "mask": field("MASK", "External alpha (e.g. from a segmentation node); when set, only despill runs.")
+                "mask": field("MASK", "External alpha (e.g. from a segmentation node); when set, only despill runs."),
+                "mask_is": field(list(MASK_POLARITIES), MASK_IS_TIP, default="alpha"),
+                "min_hole": field(
+                    "INT",
+                    "Key-coloured pockets enclosed by the sprite of at least this many px are background (gaps "
+                    "between arm and body); smaller ones stay (white eyes on white). 0 = keep every pocket.",
+                    default=24,
+                    min=0,
+                    max=100000,
+                ),
             },
         }
 
-    def run(self, image: Any, low: float, high: float, border: int, cleanup: int, mask: Any | None = None) -> tuple:
+    def run(
+        self,
+        image: Any,
+        low: float,
+        high: float,
+        border: int,
+        cleanup: int,
+        mask: Any | None = None,
+        mask_is: str = "alpha",
+        min_hole: int = 24,
+    ) -> tuple:
         from . import pipeline
         from .frames import to_tensor
 
-        rgb, alpha, _ = pipeline.remove_background(image, mask, low, high, border, cleanup, host.progress(len(image)))
+        rgb, alpha, _ = pipeline.remove_background(
+            image, mask, low, high, border, cleanup, host.progress(len(image)), min_hole, mask_is
+        )
         return rgb, alpha, to_tensor(np.concatenate([rgb.numpy(), alpha.numpy()[..., None]], axis=-1))
 
 
@@ -173,9 +220,11 @@ class GameAnimSpriteStabilise:
     """Anchor frames at the feet/centroid and crop them onto one fixed canvas."""
 
     DESCRIPTION = (
-        "Removes jitter and drift: finds each frame's pivot (feet = lowest opaque row, or centroid), moves it "
-        "to a locked or smoothed track by whole pixels, and crops every frame to one canvas (union box + padding). "
-        "Outputs the per-frame offsets as JSON."
+        "Removes jitter and drift: finds each frame's pivot (feet = body centre over the ground line, so a walk "
+        "drawn in place stays in place; or centroid / box centre), moves it to a locked or smoothed track by "
+        "whole pixels, and crops every frame to one canvas (union box + padding). lock also takes the root motion "
+        "out of a walk that travels; offsets_json carries the per-frame offsets and root_motion for the engine. "
+        "Any IMAGE works: alpha from the MASK, a 4th channel, or opaque."
     )
     CATEGORY = category("Sprite", "Anchor")
     FUNCTION = "run"
@@ -184,7 +233,7 @@ class GameAnimSpriteStabilise:
     OUTPUT_TOOLTIPS = (
         "Frames on the fixed canvas.",
         "Alpha on the fixed canvas.",
-        "JSON: offsets [[dx,dy],...], canvas size, anchor.",
+        "JSON: offsets [[dx,dy],...], root_motion [[x,y],...] (pivot travel removed, px from frame 0), canvas, anchor.",
     )
 
     @classmethod
@@ -192,31 +241,50 @@ class GameAnimSpriteStabilise:
         return {
             "required": {
                 "image": field("IMAGE", IMAGE_TIP),
-                "mask": field("MASK", MASK_TIP),
                 "anchor": field(
-                    list(ANCHORS), "Pivot: feet (lowest opaque row), centroid (alpha-weighted) or bbox_center."
+                    list(ANCHORS),
+                    "Pivot: feet (body centre over the ground line), centroid (alpha-weighted) or bbox_center.",
                 ),
                 "mode": field(
                     list(MODES),
-                    "lock: pivot fixed (in-place cycles); smooth: keep slow motion, remove jitter; none: canvas only.",
+                    "lock: pivot fixed (in-place cycles; removes a walk's travel, see root_motion); smooth: keep "
+                    "slow motion, remove jitter; none: canvas only.",
                 ),
                 "sigma": field(
                     "FLOAT", "Smoothing width in frames for mode=smooth.", default=2.0, min=0.1, max=50.0, step=0.1
                 ),
                 "padding": field("INT", "Transparent pixels around the union box.", default=2, min=0, max=256),
-            }
+            },
+            "optional": _mask_inputs(),
         }
 
-    def run(self, image: Any, mask: Any, anchor: str, mode: str, sigma: float, padding: int) -> tuple:
+    def run(
+        self,
+        image: Any,
+        anchor: str,
+        mode: str,
+        sigma: float,
+        padding: int,
+        mask: Any | None = None,
+        mask_is: str = "alpha",
+    ) -> tuple:
         from . import pipeline
         from .frames import to_tensor
 
         result = pipeline.stabilise(
-            image, mask, anchor=anchor, mode=mode, sigma=sigma, padding=padding, progress=host.progress(len(image))
+            image,
+            mask,
+            mask_is,
+            anchor=anchor,
+            mode=mode,
+            sigma=sigma,
+            padding=padding,
+            progress=host.progress(len(image)),
         )
         h, w = result.alpha.shape[1:]
         info = {
             "offsets": result.offsets.tolist(),
+            "root_motion": (result.offsets[0] - result.offsets).tolist(),
             "canvas": {"w": int(w), "h": int(h)},
             "anchor": anchor,
             "mode": mode,
@@ -313,7 +381,6 @@ class GameAnimSpritePixelArt:
         return {
             "required": {
                 "image": field("IMAGE", IMAGE_TIP),
-                "mask": field("MASK", MASK_TIP),
                 "width": field("INT", "Sprite width in pixels after downscaling.", default=64, min=1, max=4096),
                 "height": field("INT", "Sprite height in pixels after downscaling.", default=64, min=1, max=4096),
                 "palette": field(
@@ -333,13 +400,13 @@ class GameAnimSpritePixelArt:
                     max=2**31 - 1,
                     control_after_generate=True,
                 ),
-            }
+            },
+            "optional": _mask_inputs(),
         }
 
     def run(
         self,
         image: Any,
-        mask: Any,
         width: int,
         height: int,
         palette: str,
@@ -348,6 +415,8 @@ class GameAnimSpritePixelArt:
         outline: bool,
         outline_colour: str,
         seed: int,
+        mask: Any | None = None,
+        mask_is: str = "alpha",
     ) -> tuple:
         from . import pipeline
         from .frames import to_tensor
@@ -360,6 +429,7 @@ class GameAnimSpritePixelArt:
             mask,
             width,
             height,
+            mask_is,
             palette=palette,
             colours=colours,
             palette_colours=pal,
@@ -424,7 +494,7 @@ class GameAnimSpriteSheet:
                 ),
             },
             "optional": {
-                "mask": field("MASK", MASK_TIP + " Without it the image's 4th channel or full opacity is used."),
+                **_mask_inputs(),
                 "animation": field(
                     "STRING",
                     "Animation name (one per clip for a list, e.g. VC2 Action Set's action_names). "
@@ -451,6 +521,7 @@ class GameAnimSpriteSheet:
         mask: list[Any] | None = None,
         animation: list[str] | None = None,
         timing: list[dict] | None = None,
+        mask_is: list[str] | None = None,
     ) -> dict:
         from . import pipeline
         from .frames import to_tensor
@@ -481,6 +552,7 @@ class GameAnimSpriteSheet:
             Path(name).name,
             host.progress(sum(len(clip) for clip in image)),
             durations,
+            mask_is[0] if mask_is else "alpha",
         )
         aseprite_json, godot = aseprite_json[0], godot[0]
         formats = ["texturepacker_hash"] + (["aseprite_hash"] if aseprite_json else [])
@@ -518,10 +590,7 @@ class GameAnimSpriteExport:
                 "fps": field("FLOAT", "Playback rate.", default=12.0, min=0.1, max=100.0, step=0.1),
                 "loop": field("INT", "Times to loop (0 = forever).", default=0, min=0, max=65535),
             },
-            "optional": {
-                "mask": field("MASK", MASK_TIP + " Without it the image's 4th channel or full opacity is used."),
-                "timing": field("GAMEANIM_TIMING", TIMING_TIP),
-            },
+            "optional": {**_mask_inputs(), "timing": field("GAMEANIM_TIMING", TIMING_TIP)},
         }
 
     def run(
@@ -533,14 +602,18 @@ class GameAnimSpriteExport:
         loop: int,
         mask: Any | None = None,
         timing: dict | None = None,
+        mask_is: str = "alpha",
     ) -> dict:
         from . import pipeline
+        from .frames import to_tensor
 
         name = _next_free(filename_prefix)
         durations = _durations_ms(timing, fps, len(image))
         paths = pipeline.export_animation(
-            image, mask, host.output_dir(), name, format, fps, durations, loop, host.progress(len(image))
+            image, mask, host.output_dir(), name, format, fps, durations, loop, host.progress(len(image)), mask_is
         )
+        rgb, alpha = pipeline.rgb_alpha(image, mask, mask_is)
+        image, mask = to_tensor(rgb), to_tensor(alpha)
         entries = [_ui_entry(p) for p in paths]
         ui: dict[str, Any] = {"images": entries}
         if format != "png_sequence":

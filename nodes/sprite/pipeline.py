@@ -16,35 +16,49 @@ from ...core.errors import InputError
 from ...core.progress import ProgressFn
 from . import anchor, export, matte, pixelart, sheet, timing
 from .frames import split_image, to_numpy, to_tensor
+from .options import MASK_POLARITIES
 
 
 def remove_background(
     frames: Any,
     mask: Any | None = None,
-    low: float = 8.0,
-    high: float = 30.0,
+    low: float = 2.0,
+    high: float = 16.0,
     border: int = 4,
     cleanup: int = 1,
     progress: ProgressFn | None = None,
+    min_hole: int = 24,
+    mask_is: str = "alpha",
 ) -> tuple[Any, Any, matte.Background | None]:
     """See :func:`...api.remove_background`; also returns the estimated background (None with a mask)."""
     rgb, _ = split_image(frames, "frames")
     if mask is not None:
-        out_rgb, alpha = matte.apply_mask(rgb, to_numpy(mask, "mask"))
+        out_rgb, alpha = matte.apply_mask(rgb, as_alpha(to_numpy(mask, "mask"), mask_is))
         if progress is not None:
             progress(len(rgb), len(rgb))
         return to_tensor(out_rgb), to_tensor(alpha), None
-    out_rgb, alpha, background = matte.remove_background(rgb, low, high, border, cleanup, progress=progress)
+    out_rgb, alpha, background = matte.remove_background(
+        rgb, low, high, border, cleanup, min_hole=min_hole, progress=progress
+    )
     return to_tensor(out_rgb), to_tensor(alpha), background
 
 
-def rgb_alpha(rgb: Any, alpha: Any | None) -> tuple[np.ndarray, np.ndarray]:
-    """numpy ``(rgb, alpha)``: alpha from the argument, else a 4th channel, else opaque."""
+def as_alpha(mask: np.ndarray, mask_is: str = "alpha") -> np.ndarray:
+    """A MASK as alpha (1 = opaque).  ``transparency`` masks (1 = transparent: core ``LoadImage``,
+    ``JoinImageWithAlpha``) are inverted; ours (Remove Background, Stabilise) are ``alpha``."""
+    if mask_is not in MASK_POLARITIES:
+        raise InputError(f"Unknown mask polarity {mask_is!r}; choose one of {', '.join(MASK_POLARITIES)}.")
+    return 1.0 - mask if mask_is == "transparency" else mask
+
+
+def rgb_alpha(rgb: Any, alpha: Any | None, mask_is: str = "alpha") -> tuple[np.ndarray, np.ndarray]:
+    """numpy ``(rgb, alpha)``: alpha from the argument (a MASK of polarity ``mask_is``), else a
+    4th channel of the IMAGE (alpha), else opaque - so any IMAGE connects, with or without alpha."""
     arr, own_alpha = split_image(rgb, "rgb")
     if alpha is None:
         alpha_np = own_alpha if own_alpha is not None else np.ones(arr.shape[:3], np.float32)
     else:
-        alpha_np = to_numpy(alpha, "alpha")
+        alpha_np = as_alpha(to_numpy(alpha, "alpha"), mask_is)
     return arr, matte.check_alpha(alpha_np, arr, "alpha")
 
 
@@ -71,9 +85,10 @@ def build_sheet(
     merge_holds: bool = False,
     name: str = "sprite",
     progress: ProgressFn | None = None,
+    mask_is: str = "alpha",
 ) -> sheet.Sheet:
     """Pack a clip onto a :class:`.sheet.Sheet` (optionally merging held frames into durations)."""
-    arr, a = rgb_alpha(rgb, alpha)
+    arr, a = rgb_alpha(rgb, alpha, mask_is)
     durations = durations_for(len(arr), fps, durations_ms)
     if merge_holds:
         keep, durations = timing.collapse_holds(arr, a, durations)
@@ -108,6 +123,7 @@ def build_animation_sheet(
     name: str = "sprite",
     progress: ProgressFn | None = None,
     durations_ms: list[Any | None] | None = None,
+    mask_is: str = "alpha",
 ) -> sheet.Sheet:
     """One sheet holding several named animations (a character's actions), one per ``(rgb, alpha)`` clip.
 
@@ -122,7 +138,7 @@ def build_animation_sheet(
     prepared = []
     timed = durations_ms if durations_ms is not None else [None] * len(clips)
     for (rgb, alpha), rate, clip_durations in zip(clips, fps, timed, strict=True):
-        arr, a = rgb_alpha(rgb, alpha)
+        arr, a = rgb_alpha(rgb, alpha, mask_is)
         durations = durations_for(len(arr), rate, clip_durations)
         if merge_holds:
             keep, durations = timing.collapse_holds(arr, a, durations)
@@ -157,15 +173,17 @@ def write_sheet(
     return written
 
 
-def stabilise(rgb: Any, alpha: Any, **kwargs: Any) -> anchor.Stabilised:
+def stabilise(rgb: Any, alpha: Any, mask_is: str = "alpha", **kwargs: Any) -> anchor.Stabilised:
     """:func:`.anchor.stabilise` on tensors (alpha from ``alpha``, a 4th channel, or opaque)."""
-    arr, a = rgb_alpha(rgb, alpha)
+    arr, a = rgb_alpha(rgb, alpha, mask_is)
     return anchor.stabilise(arr, a, **kwargs)
 
 
-def pixelate(rgb: Any, alpha: Any, width: int, height: int, **kwargs: Any) -> tuple[np.ndarray, np.ndarray, Any]:
+def pixelate(
+    rgb: Any, alpha: Any, width: int, height: int, mask_is: str = "alpha", **kwargs: Any
+) -> tuple[np.ndarray, np.ndarray, Any]:
     """:func:`.pixelart.pixelate` on tensors; returns numpy ``(rgb, alpha, palette)``."""
-    arr, a = rgb_alpha(rgb, alpha)
+    arr, a = rgb_alpha(rgb, alpha, mask_is)
     return pixelart.pixelate(arr, a, width, height, **kwargs)
 
 
@@ -179,8 +197,9 @@ def export_animation(
     durations_ms: Any | None = None,
     loop: int = 0,
     progress: ProgressFn | None = None,
+    mask_is: str = "alpha",
 ) -> list[Path]:
     """Encode tensors with :func:`.export.save_animation` (durations from ``fps`` or ``durations_ms``)."""
-    arr, a = rgb_alpha(rgb, alpha)
+    arr, a = rgb_alpha(rgb, alpha, mask_is)
     durations = [int(round(d)) for d in durations_for(len(arr), fps, durations_ms)]
     return export.save_animation(fmt, sheet.to_rgba8(arr, a), durations, directory, name, loop, progress)
