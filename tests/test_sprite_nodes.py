@@ -136,8 +136,14 @@ def test_any_image_connects_and_mask_polarity_is_explicit(tmp_path, monkeypatch)
     assert float(opaque[1].min()) == 1.0
     _, pix_alpha = comfy_nodes.GameAnimSpritePixelArt().run(rgb, 32, 24, "none", 8, "", False, "000000", 0)
     assert float(pix_alpha.min()) == 1.0
-    sheet = comfy_nodes.GameAnimSpriteSheet().run(rgba, "s/x", "grid", 0, 1, 0, False, 12.0, False, False, "none")
+    # Save Sprite Sheet is a list node (one animation per clip): every input arrives as a list.
+    widgets = (["grid"], [0], [1], [0], [False], [12.0], [False], [False], ["none"])
+    sheet = comfy_nodes.GameAnimSpriteSheet().run([rgba], ["s/x"], *widgets)
     assert float(sheet["result"][1].max()) == 1.0 and float(sheet["result"][1].min()) == 0.0
+    inverted = comfy_nodes.GameAnimSpriteSheet().run(
+        [rgb], ["s/z"], *widgets, mask=[1 - alpha], mask_is=["transparency"]
+    )
+    torch.testing.assert_close(inverted["result"][1], sheet["result"][1])
     files = comfy_nodes.GameAnimSpriteExport().run(rgb, "s/y", "apng", 12.0, 0, mask=1 - alpha, mask_is="transparency")
     assert files["result"][0].endswith(".png")
     with pytest.raises(InputError, match="polarity"):
