@@ -1,6 +1,6 @@
 """Our widgets in the real ComfyUI page (headless Chromium): previews stay inside their nodes, each node
 shows one preview, previews come back when the saved workflow is reopened, and a cut VC2 prompt raises
-a toast.  Fixtures are local to this file (the browser setup of test_browser.py, reused by import).
+a toast.  The page comes from the session browser of conftest.py.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from .test_browser import BENIGN_CONSOLE, CHROMIUM, CHROMIUM_ARGS
+from .conftest import open_frontend
+from .test_browser import BENIGN_CONSOLE
 from .workflow_models import WORKFLOW_REDUCTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,30 +39,21 @@ _RECTS = """() => {
 
 
 @pytest.fixture(scope="module")
-def page(server):
-    playwright_api = pytest.importorskip("playwright.sync_api", reason="browser test skipped: pip install playwright")
-    if not CHROMIUM:
-        pytest.skip("browser test skipped: no Chromium (apt-get install chromium, or set GAMEANIM_CHROMIUM)")
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1600, "height": 1000})
-        tab = context.new_page()
-        tab.errors = []
-        tab.on("console", lambda msg: msg.type == "error" and tab.errors.append(msg.text))
-        tab.on("pageerror", lambda err: tab.errors.append(f"pageerror: {err} {err.stack}"))
-        tab.goto(server.url, wait_until="load")
-        tab.wait_for_function("window.app && window.app.graph && window.app.extensionManager", timeout=120_000)
-        tab.wait_for_timeout(2000)
-        # A fresh user folder makes the frontend itself throw once while it registers settings at start-up;
-        # errors from here on come from what the tests do (our extensions' load errors are checked below).
-        tab.load_errors, tab.errors = tab.errors, []
-        tab.keyboard.press("Escape")  # the first-run template dialog would cover the canvas in screenshots
-        tab.wait_for_timeout(500)
-        try:
-            yield tab
-        finally:
-            context.close()
-            browser.close()
+def page(browser, server):
+    """The frontend in the session's Chromium (conftest's ``open_frontend``), at a size the screenshots read."""
+    context, tab = open_frontend(browser, server)
+    tab.errors = tab.console_errors
+    tab.wait_for_timeout(2000)
+    # A fresh user folder makes the frontend itself throw once while it registers settings at start-up;
+    # errors from here on come from what the tests do (our extensions' load errors are checked below).
+    tab.load_errors = list(tab.errors)
+    tab.errors.clear()
+    tab.keyboard.press("Escape")  # the first-run template dialog would cover the canvas in screenshots
+    tab.wait_for_timeout(500)
+    try:
+        yield tab
+    finally:
+        context.close()
 
 
 def _inside(inner, outer, tolerance=2.0) -> bool:
