@@ -359,6 +359,9 @@ def ui_to_api(ui: Mapping[str, Any], definitions: Mapping[str, Mapping[str, Any]
 # LiteGraph's measures (frontend 1.27): title bar, one socket row, one widget row, a multiline text box.
 TITLE_H, SLOT_H, WIDGET_H, TEXT_H = 30, 20, 24, 88
 NODE_W, TEXT_W, NOTE_W = 320, 400, 420
+# Room below an output node's widgets for what it shows after a run (the frontend's image preview or our
+# player): without it the node grows over its neighbour once it has run.
+PREVIEW_H = 300
 GAP_X, GAP_Y, GROUP_PAD, GROUP_TITLE = 60, 30, 20, 50
 
 
@@ -391,6 +394,8 @@ def _node_size(definition: Mapping[str, Any], sockets: int, title: str) -> list[
         else:
             height += WIDGET_H
     width = max(TEXT_W if multiline else NODE_W, 12 * len(title) + 60)
+    if definition.get("output_node"):
+        height += PREVIEW_H
     return [width, height]
 
 

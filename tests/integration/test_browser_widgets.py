@@ -96,7 +96,7 @@ def test_previews_fit_their_nodes_are_single_and_come_back_on_reopen(page):
     page.wait_for_timeout(1500)  # let the frontend lay out and draw (a duplicate image preview would load now)
     page.evaluate(  # zoom 1:1 on the last two nodes, where the previews are
         "(() => { const n = app.graph._nodes.find((x) => x.gameanimPlayer); app.canvas.ds.scale = 1;"
-        " app.canvas.ds.offset = [500 - n.pos[0], 450 - n.pos[1]]; app.canvas.setDirty(true, true); })()"
+        " app.canvas.ds.offset = [500 - n.pos[0], 120 - n.pos[1]]; app.canvas.setDirty(true, true); })()"
     )
     page.wait_for_timeout(1000)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
