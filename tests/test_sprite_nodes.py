@@ -156,3 +156,16 @@ def test_remove_background_node_refuses_a_scene():
     scene = torch.rand(2, 64, 96, 3, generator=torch.Generator().manual_seed(0))
     with pytest.raises(InputError, match="not a solid colour"):
         comfy_nodes.GameAnimSpriteRemoveBackground().run(scene, 2.0, 16.0, 4, 1)
+
+
+def test_remove_background_keeps_a_scene_opaque_when_asked():
+    """``if_not_solid = keep opaque``: the same not-solid finding, shown as a warning, frames kept whole."""
+    import torch
+
+    scene = torch.rand(2, 64, 96, 3, generator=torch.Generator().manual_seed(0))
+    node = comfy_nodes.GameAnimSpriteRemoveBackground()
+    rgb, alpha, rgba = node.run(scene, 2.0, 16.0, 4, 1, if_not_solid="keep opaque")
+    torch.testing.assert_close(rgb, scene)
+    assert float(alpha.min()) == 1.0 and rgba.shape == (2, 64, 96, 4)
+    with pytest.raises(InputError, match="not a solid colour"):
+        node.run(scene, 2.0, 16.0, 4, 1)

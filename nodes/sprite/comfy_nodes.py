@@ -44,6 +44,8 @@ def _mask_inputs() -> dict[str, Any]:
     }
 
 
+NOT_SOLID_CHOICES = ("stop", "keep opaque")
+
 PREFIX_TIP = (
     "File name prefix under ComfyUI's output folder; sub-folders allowed (sprites/knight), no '..' or absolute paths."
 )
@@ -193,6 +195,12 @@ class GameAnimSpriteRemoveBackground:
                     min=0,
                     max=100000,
                 ),
+                "if_not_solid": field(
+                    list(NOT_SOLID_CHOICES),
+                    "What to do when the background is not a solid key: stop with the numbers and what to do, or "
+                    "keep the frames opaque (alpha 1) and show the same message as a warning.",
+                    default="stop",
+                ),
             },
         }
 
@@ -206,13 +214,22 @@ class GameAnimSpriteRemoveBackground:
         mask: Any | None = None,
         mask_is: str = "alpha",
         min_hole: int = 24,
+        if_not_solid: str = "stop",
     ) -> tuple:
         from . import pipeline
-        from .frames import to_tensor
+        from .frames import split_image, to_tensor
+        from .matte import NotSolidError
 
-        rgb, alpha, _ = pipeline.remove_background(
-            image, mask, low, high, border, cleanup, host.progress(len(image)), min_hole, mask_is
-        )
+        try:
+            rgb, alpha, _ = pipeline.remove_background(
+                image, mask, low, high, border, cleanup, host.progress(len(image)), min_hole, mask_is
+            )
+        except NotSolidError as exc:
+            if if_not_solid != "keep opaque":
+                raise
+            host.notify("Remove Background kept the frames opaque", str(exc))
+            frames, _ = split_image(image)
+            rgb, alpha = to_tensor(frames), to_tensor(np.ones(frames.shape[:3], np.float32))
         return rgb, alpha, to_tensor(np.concatenate([rgb.numpy(), alpha.numpy()[..., None]], axis=-1))
 
 

@@ -45,6 +45,10 @@ MAX_GRADIENT = 30.0
 WEAK = 4.0
 
 
+class NotSolidError(InputError):
+    """The clip's background is not a solid key (the message has the numbers and what to do)."""
+
+
 @dataclass(frozen=True)
 class Background:
     """What the matte learned about a clip's background.
@@ -200,7 +204,7 @@ def remove_background(
     solid = fraction >= min_solid_fraction and tol <= high and gradient <= MAX_GRADIENT
     background = Background(np.clip(key, 0, 1).astype(np.float32), fraction, solid, tol, gradient)
     if not solid:
-        raise InputError(
+        raise NotSolidError(
             f"The background is not a solid colour: {100 * fraction:.0f}% of the border pixels match a smooth "
             f"background (need {100 * min_solid_fraction:.0f}%), its noise needs a tolerance of ΔE {tol:.1f} "
             f"(allowed: high = {high:g}) and it changes by ΔE {gradient:.0f} across the frame (allowed "

@@ -134,3 +134,16 @@ WORKFLOW_REDUCTIONS: dict[str, dict[str, dict[str, Any]]] = {
         "13": {"width": 64, "height": 64, "frames": 4, "steps": 2, "actions": "running, jumping"},
     },
 }
+
+# Random tiny weights generate noise, not a solid key: Remove Background in those runs keeps the frames opaque
+# (with its warning) instead of stopping. The matte itself is tested on real art in the unit suite.
+NOISE_KEYED: dict[str, str] = {
+    "dynamicrafter_run": "5",
+    "toon_inbetween": "6",
+    "vc2_action_set": "3",
+    "vc2_restyle_frames": "10",
+    "vc2_sprite_t2v": "7",
+    "vc2_train_concept_lora": "14",
+}
+for _workflow, _node in NOISE_KEYED.items():
+    WORKFLOW_REDUCTIONS.setdefault(_workflow, {}).setdefault(_node, {})["if_not_solid"] = "keep opaque"
