@@ -47,6 +47,8 @@ def test_template_workflow_runs_and_preview_plays(page, server):
     workflow = json.loads((ROOT / "workflows" / f"{PREVIEW_WORKFLOW}.json").read_text(encoding="utf-8"))
     page.evaluate("window.app.extensionManager.command.execute('Comfy.BrowseTemplates')")
     page.get_by_text("gameanim", exact=True).click()
+    # The dialog renders the first cards only; search, as a user with many templates would.
+    page.get_by_placeholder("Search templates").fill(PREVIEW_WORKFLOW)
     page.get_by_text(PREVIEW_WORKFLOW, exact=True).click()
     expected = sorted(n["type"] for n in workflow["nodes"])
     page.wait_for_function(
