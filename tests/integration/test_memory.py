@@ -33,11 +33,14 @@ def _run(server) -> bytes:
     assert response.status_code == 200, response.text
     entry = server.wait_history(response.json()["prompt_id"])
     assert entry["status"]["status_str"] == "success", describe_failure(entry)
-    files = [item for out in entry["outputs"].values() for item in out.get("images", [])]
-    assert len(files) == 1, entry["outputs"]
-    view = server.get("/view", params={k: files[0].get(k, "") for k in ("filename", "subfolder", "type")})
-    assert view.status_code == 200
-    return view.content
+    files = [item for out in entry["outputs"].values() for item in out.get("images", []) if item["type"] == "output"]
+    assert files, entry["outputs"]
+    contents = []
+    for item in files:  # the sheet and the GIF
+        view = server.get("/view", params={k: item.get(k, "") for k in ("filename", "subfolder", "type")})
+        assert view.status_code == 200
+        contents.append(view.content)
+    return b"".join(contents)
 
 
 def _loaded(server) -> list[str]:
