@@ -59,49 +59,66 @@ def bounding_boxes(alpha: np.ndarray, threshold: float = 0.5) -> np.ndarray:
     return boxes
 
 
-# Body bands (fractions of the sprite's height from its top): head, chest, hips.  The legs (the
-# lowest 30%) are left out: they are what moves most in a walk or a run.
-BODY_BANDS = ((0.0, 0.3), (0.3, 0.5), (0.5, 0.7))
+# Body bands (fractions of the typical frame's sprite height, from each frame's top): six narrow
+# bands over the torso and hips, 30-66 % of the height.  The head (the top 30 %: the whole upper
+# third of a chibi character) bobs and leans in a drawn walk, and the legs (the lowest third) are
+# what moves most, so both are left out.  Narrow bands give the median more votes: an arm swinging
+# across the torso moves one or two of them.
+BODY_BANDS = tuple((0.30 + 0.06 * k, 0.36 + 0.06 * k) for k in range(6))
 
 
-def band_profiles(alpha: np.ndarray, boxes: np.ndarray, band: tuple[float, float]) -> np.ndarray:
-    """``[T,W]`` column profiles: alpha summed over the rows of ``band`` of each frame's sprite."""
-    t, _, w = alpha.shape
+def band_profiles(alpha: np.ndarray, boxes: np.ndarray, band: tuple[float, float], height: float) -> np.ndarray:
+    """``[T,W]`` column profiles: alpha summed over the rows of ``band`` of each frame's sprite.
+
+    Rows are counted from each frame's top in units of one common ``height`` (the typical
+    frame's), so a frame with a raised foot (a shorter box) does not move its bands up the body.
+    """
+    t, h, w = alpha.shape
     profiles = np.zeros((t, w), np.float64)
+    first, last = int(band[0] * height), max(1, int(round(band[1] * height)))
     for i in np.flatnonzero(boxes[:, 0] >= 0):
-        y0, y1 = boxes[i, 1], boxes[i, 3]
-        top, bottom = y0 + int(band[0] * (y1 - y0)), y0 + max(1, int(round(band[1] * (y1 - y0))))
-        profiles[i] = alpha[i, top:bottom].sum(axis=0)
+        y0 = boxes[i, 1]
+        profiles[i] = alpha[i, min(h, y0 + first) : min(h, y0 + last)].sum(axis=0)
     return profiles
 
 
 def match_lags(profiles: np.ndarray, ref: int, present: np.ndarray) -> np.ndarray:
-    """Whole-pixel lag (cross-correlation peak) of every present profile against ``profiles[ref]``."""
+    """Sub-pixel lag (cross-correlation peak) of every present profile against ``profiles[ref]``.
+
+    The whole-pixel peak is refined by a parabola through it and its neighbours: a generated
+    clip's soft edges carry sub-pixel position, and the median of whole-pixel lags rounds twice.
+    """
     w = profiles.shape[1]
     n = 1 << int(np.ceil(np.log2(2 * w)))
     spectra = np.fft.rfft(profiles[present], n)
     corr = np.fft.irfft(spectra * np.conj(np.fft.rfft(profiles[ref], n)), n)
     peak = corr.argmax(axis=1)
-    return np.where(peak < n // 2, peak, peak - n)
+    rows = np.arange(len(peak))
+    left, centre, right = corr[rows, peak - 1], corr[rows, peak], corr[rows, (peak + 1) % n]
+    curve = left - 2 * centre + right
+    safe = np.where(curve < 0, curve, -1.0)
+    frac = np.where(curve < 0, np.clip(0.5 * (left - right) / safe, -0.5, 0.5), 0.0)
+    return np.where(peak < n // 2, peak, peak - n) + frac
 
 
 def body_x(alpha: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     """Per-frame horizontal body position, robust to swinging limbs; NaN for empty frames.
 
     For each band of :data:`BODY_BANDS` the column profiles of all frames are matched against a
-    reference frame's by cross-correlation, which gives each frame's whole-pixel displacement of
-    that part of the body.  Jitter and travel move every part alike; a swinging arm, a leg or a
-    swaying head moves one band only, so the per-frame median over the bands is the body's
-    displacement.  A clip drawn in place thus gets (nearly) the same x in every frame, and feet
-    that alternate do not drag the pivot.  The reference is placed at its alpha-weighted median
-    column, so the value is a real pixel position (the body centre).
+    reference frame's by cross-correlation, which gives each frame's displacement of that part
+    of the body.  Jitter and travel move every part alike; a swinging arm moves one or two bands,
+    so the per-frame median over the bands is the body's displacement.  A clip drawn in place
+    thus gets (nearly) the same x in every frame, and feet that alternate do not drag the pivot.
+    The reference is placed at its alpha-weighted median column, so the value is a real pixel
+    position (the body centre).
     """
     present = np.flatnonzero(boxes[:, 0] >= 0)
     xs = np.full(alpha.shape[0], np.nan)
     heights = boxes[present, 3] - boxes[present, 1]
     ref = int(present[np.argsort(heights)[len(present) // 2]])  # a typical frame, not a crouch or a leap
-    lags = np.stack([match_lags(band_profiles(alpha, boxes, band), ref, present) for band in BODY_BANDS])
-    profile = band_profiles(alpha[ref : ref + 1], boxes[ref : ref + 1], (0.0, 1.0))[0]
+    height = float(boxes[ref, 3] - boxes[ref, 1])
+    lags = np.stack([match_lags(band_profiles(alpha, boxes, band, height), ref, present) for band in BODY_BANDS])
+    profile = alpha[ref].sum(axis=0, dtype=np.float64)
     cum = np.cumsum(profile)
     centre = float(np.searchsorted(cum, cum[-1] / 2)) + 0.5
     xs[present] = centre + np.median(lags, axis=0)
