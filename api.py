@@ -268,6 +268,7 @@ def stabilise(
     sigma: float = 2.0,
     padding: int = 2,
     progress: ProgressFn | None = None,
+    pose_keypoint: Any | None = None,
 ) -> tuple[Any, Any, list[tuple[int, int]]]:
     """Anchor every frame at its pivot and crop all frames to one fixed canvas.
 
@@ -276,13 +277,25 @@ def stabilise(
     ``bbox_center``.  ``mode``: ``lock`` (pivot at one canvas pixel in every
     frame: in-place cycles, or a walk with its root motion taken out), ``smooth`` (Gaussian-smoothed track with ``sigma`` frames, keeps
     slow motion, removes jitter) or ``none`` (only the common canvas).  Shifts are whole pixels.
+    ``pose_keypoint`` (the POSE_KEYPOINT list the clip was rendered from, one per frame) makes
+    the pivot's x the rig root (mid-hip, scaled from the pose canvas to the frame size); frames
+    with hidden hips fall back to the body estimate.
     Returns ``(rgb, alpha, offsets)`` with ``offsets[t] = (dx, dy)``: input pixel ``(x, y)`` of
     frame ``t`` is at ``(x + dx, y + dy)`` on the canvas.
     """
     from .nodes.sprite import pipeline
     from .nodes.sprite.frames import to_tensor
 
-    result = pipeline.stabilise(rgb, alpha, anchor=anchor, mode=mode, sigma=sigma, padding=padding, progress=progress)
+    result = pipeline.stabilise(
+        rgb,
+        alpha,
+        anchor=anchor,
+        mode=mode,
+        sigma=sigma,
+        padding=padding,
+        progress=progress,
+        pose_keypoint=pose_keypoint,
+    )
     offsets = [(int(dx), int(dy)) for dx, dy in result.offsets]
     return to_tensor(result.rgb), to_tensor(result.alpha), offsets
 

@@ -11,7 +11,8 @@ to one fixed canvas: the union of the shifted boxes plus padding.
 The ``feet`` pivot takes x from the body (head and torso), not from the lowest pixels: in a walk
 the lowest pixels alternate between the front and the back foot, and following them makes the
 sprite slide back and forth.  y is the ground line of the frames in contact; frames in the air
-(a run's flight phase, a jump) keep their height above it.
+(a run's flight phase, a jump) keep their height above it.  When the clip was rendered from a rig
+(our pose renders), the rig root's x per frame (``root_x``) replaces the estimate: it is exact.
 """
 
 from __future__ import annotations
@@ -182,6 +183,33 @@ def anchor_points(alpha: np.ndarray, anchor: str = "feet", threshold: float = 0.
     return points
 
 
+def rig_root_track(estimate: np.ndarray, root_x: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Per-frame x from the rig root where it is known, elsewhere the body estimate shifted onto it.
+
+    A frame whose hips are hidden falls back to ``estimate`` plus the median of ``root_x - estimate``
+    over the frames that have both, so the fallback lands on the same point of the body instead of
+    jumping between the hip and the body centre.
+    """
+    root = np.asarray(root_x, np.float64).reshape(-1)
+    if root.shape != estimate.shape:
+        raise InputError(
+            f"The pose holds {root.size} frames but the clip has {estimate.size}; connect the pose the clip "
+            "was rendered from (frame-count changes in between, such as timing holds, break the pairing)."
+        )
+    known = np.isfinite(root) & present
+    if not known.any():
+        raise InputError(
+            "The pose shows the hips on no frame of the clip, so there is no rig root to anchor on; "
+            "disconnect pose_keypoint to anchor on the body, or render the pose with the hips in view."
+        )
+    both = known & np.isfinite(estimate)
+    bias = float(np.median(root[both] - estimate[both])) if both.any() else 0.0
+    track = estimate + bias
+    track[known] = root[known]
+    track[~present] = np.nan
+    return track
+
+
 def contact_frames(ground: np.ndarray, height: float, fraction: float = 0.06) -> np.ndarray:
     """Frames whose feet touch the ground: ground line within ``fraction`` x height (>= 3 px) of the lowest.
 
@@ -235,8 +263,13 @@ def stabilise(
     threshold: float = 0.5,
     progress: ProgressFn | None = None,
     deadband: int = 2,
+    root_x: np.ndarray | None = None,
 ) -> Stabilised:
-    """Shift frames so the pivot follows the target track, then crop to one fixed canvas."""
+    """Shift frames so the pivot follows the target track, then crop to one fixed canvas.
+
+    ``root_x`` (per-frame x of the rig root in input pixels, NaN where unknown) replaces the
+    pivot's x; see :func:`rig_root_track`.
+    """
     rgb = check_frames(rgb, "rgb")
     alpha = check_alpha(alpha, rgb, "alpha")
     if padding < 0:
@@ -250,6 +283,8 @@ def stabilise(
             "(Remove Background tolerances) or the mask you connected."
         )
     points = anchor_points(alpha, anchor, threshold)
+    if root_x is not None:
+        points[:, 0] = rig_root_track(points[:, 0], root_x, boxes[:, 0] >= 0)
     contact = None
     if anchor == "feet":
         heights = (boxes[:, 3] - boxes[:, 1]).astype(np.float64)
@@ -258,8 +293,10 @@ def stabilise(
     shift = np.nan_to_num(np.rint(target - points), nan=0.0).astype(np.int64)
     # The body estimate of a clip drawn in place wanders by a pixel (limbs move); correcting that
     # would add motion the artist did not draw.  So an axis whose shifts all stay within
-    # ``deadband`` px is left alone: an aligned clip comes out exactly as it went in.
-    still = np.abs(shift).max(axis=0) <= deadband
+    # ``deadband`` px is left alone: an aligned clip comes out exactly as it went in.  The rig
+    # root does not wander, so its x needs no dead band.
+    band = np.array([0 if root_x is not None else deadband, deadband])
+    still = np.abs(shift).max(axis=0) <= band
     shift[:, still] = 0
     present = boxes[:, 0] >= 0
     moved = boxes[present] + np.concatenate([shift[present], shift[present]], axis=1)

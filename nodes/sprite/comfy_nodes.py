@@ -272,7 +272,15 @@ class GameAnimSpriteStabilise:
                 ),
                 "padding": field("INT", "Transparent pixels around the union box.", default=2, min=0, max=256),
             },
-            "optional": _mask_inputs(),
+            "optional": {
+                **_mask_inputs(),
+                "pose_keypoint": field(
+                    "POSE_KEYPOINT",
+                    "The pose the clip was rendered from (e.g. GameAnim Render Pose), one per frame: the pivot's x "
+                    "is then the rig root (mid-hip, scaled from the pose canvas to the frame), exact instead of "
+                    "estimated; frames with hidden hips use the body estimate.",
+                ),
+            },
         }
 
     def run(
@@ -284,6 +292,7 @@ class GameAnimSpriteStabilise:
         padding: int,
         mask: Any | None = None,
         mask_is: str = "alpha",
+        pose_keypoint: Any | None = None,
     ) -> tuple:
         from . import pipeline
         from .frames import to_tensor
@@ -297,6 +306,7 @@ class GameAnimSpriteStabilise:
             sigma=sigma,
             padding=padding,
             progress=host.progress(len(image)),
+            pose_keypoint=pose_keypoint,
         )
         h, w = result.alpha.shape[1:]
         info = {
@@ -304,6 +314,7 @@ class GameAnimSpriteStabilise:
             "root_motion": (result.offsets[0] - result.offsets).tolist(),
             "canvas": {"w": int(w), "h": int(h)},
             "anchor": anchor,
+            "x_from": "rig_root" if pose_keypoint is not None else anchor,
             "mode": mode,
         }
         return to_tensor(result.rgb), to_tensor(result.alpha), json.dumps(info)

@@ -14,6 +14,8 @@ import numpy as np
 
 from ...core.errors import InputError
 from ...core.progress import ProgressFn
+from ..pose.skeleton import OPENPOSE_18
+from ..timing.clip_motion import joints_from_pose
 from . import anchor, export, matte, pixelart, sheet, timing
 from .frames import split_image, to_numpy, to_tensor
 from .options import MASK_POLARITIES
@@ -173,9 +175,32 @@ def write_sheet(
     return written
 
 
-def stabilise(rgb: Any, alpha: Any, mask_is: str = "alpha", **kwargs: Any) -> anchor.Stabilised:
-    """:func:`.anchor.stabilise` on tensors (alpha from ``alpha``, a 4th channel, or opaque)."""
+HIPS = (OPENPOSE_18.index("r_hip"), OPENPOSE_18.index("l_hip"))
+
+
+def rig_root_x(pose: Any, width: int, height: int) -> np.ndarray:
+    """Per-frame x of the rig root (mid-hip of the first person) in pixels of a ``width`` x ``height`` frame.
+
+    POSE_KEYPOINT coordinates are fractions of the pose canvas, so they scale to any frame size.
+    NaN where either hip is hidden (or the frame holds nobody).
+    """
+    points, visible = joints_from_pose(pose, width, height)
+    if points.shape[1] <= max(HIPS):
+        return np.full(len(points), np.nan)
+    hips = visible[:, HIPS].all(axis=1)
+    return np.where(hips, points[:, HIPS, 0].mean(axis=1), np.nan)
+
+
+def stabilise(
+    rgb: Any, alpha: Any, mask_is: str = "alpha", pose_keypoint: Any | None = None, **kwargs: Any
+) -> anchor.Stabilised:
+    """:func:`.anchor.stabilise` on tensors (alpha from ``alpha``, a 4th channel, or opaque).
+
+    With ``pose_keypoint`` (the POSE_KEYPOINT the clip was rendered from) x is the rig root's.
+    """
     arr, a = rgb_alpha(rgb, alpha, mask_is)
+    if pose_keypoint is not None:
+        kwargs["root_x"] = rig_root_x(pose_keypoint, arr.shape[2], arr.shape[1])
     return anchor.stabilise(arr, a, **kwargs)
 
 
