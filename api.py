@@ -313,6 +313,7 @@ def sprite_sheet(
     merge_holds: bool = False,
     name: str = "sprite",
     image: str = "sprite.png",
+    root_motion: Any | None = None,
 ) -> tuple[Any, dict]:
     """Pack frames on one sheet: ``(sheet_rgba [1,H,W,4] float tensor, atlas)``.
 
@@ -321,13 +322,26 @@ def sprite_sheet(
     ``meta = {image, size: {w,h}, ...}``.  ``layout`` is ``grid`` (``columns`` per row, default
     near-square) or ``packed`` (trimmed, shelf-packed).  Durations are ``1000 / fps`` ms or
     ``durations_ms``; ``merge_holds`` merges identical consecutive frames into longer durations.
+    ``root_motion`` (Stabilise's offsets_json, text or dict) adds ``root: {x, y}`` to every frame:
+    the travel taken out, in sheet pixels from the first frame, to add to the sprite's position.
     """
     from .nodes.sprite import pipeline
     from .nodes.sprite.frames import to_tensor
     from .nodes.sprite.sheet import texturepacker
 
     built = pipeline.build_sheet(
-        rgb, alpha, columns, layout, padding, extrude, power_of_two, fps, durations_ms, merge_holds, name
+        rgb,
+        alpha,
+        columns,
+        layout,
+        padding,
+        extrude,
+        power_of_two,
+        fps,
+        durations_ms,
+        merge_holds,
+        name,
+        root_motion=root_motion,
     )
     return to_tensor(built.rgba[None].astype("float32") / 255.0), texturepacker(built, image)
 

@@ -317,3 +317,22 @@ def stabilise(
         report(i + 1, t)
     anchor_out = np.where(np.isnan(points), np.nan, points + offsets)
     return Stabilised(out_rgb, out_a, offsets.astype(np.int64), anchor_out, boxes)
+
+
+def root_travel(offsets: np.ndarray, deadband: float = 2.0) -> np.ndarray:
+    """``[T,2]`` float: the steady travel the offsets took out, from frame 0, for an engine to put back.
+
+    The removed motion ``offsets[0] - offsets[t]`` is the character's travel plus the jitter the
+    stabiliser removed; an engine moving the sprite by it would put the jitter back.  A locomotion
+    cycle travels at a steady speed, so a straight line is fitted per axis (least squares: the
+    jitter averages out) and that line is the root motion.  An axis whose fitted travel over the
+    whole clip stays within ``deadband`` px is an in-place cycle's jitter: zero.
+    """
+    removed = (offsets[0] - offsets).astype(np.float64)
+    t = len(removed)
+    if t < 2:
+        return np.zeros_like(removed)
+    frames = np.arange(t, dtype=np.float64)
+    slope = np.polyfit(frames, removed, 1)[0]
+    slope[np.abs(slope) * (t - 1) <= deadband] = 0.0
+    return frames[:, None] * slope[None, :]

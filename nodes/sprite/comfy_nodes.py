@@ -250,7 +250,9 @@ class GameAnimSpriteStabilise:
     OUTPUT_TOOLTIPS = (
         "Frames on the fixed canvas.",
         "Alpha on the fixed canvas.",
-        "JSON: offsets [[dx,dy],...], root_motion [[x,y],...] (pivot travel removed, px from frame 0), canvas, anchor.",
+        "JSON: offsets [[dx,dy],...] (input pixel (x,y) lands on (x+dx,y+dy)); root_motion [[x,y],...] (the steady "
+        "travel taken out, px from frame 0: add it to the sprite's position; connect to Save Sprite Sheet's "
+        "root_motion); canvas; anchor.",
     )
 
     @classmethod
@@ -295,6 +297,7 @@ class GameAnimSpriteStabilise:
         pose_keypoint: Any | None = None,
     ) -> tuple:
         from . import pipeline
+        from .anchor import root_travel
         from .frames import to_tensor
 
         result = pipeline.stabilise(
@@ -311,7 +314,7 @@ class GameAnimSpriteStabilise:
         h, w = result.alpha.shape[1:]
         info = {
             "offsets": result.offsets.tolist(),
-            "root_motion": (result.offsets[0] - result.offsets).tolist(),
+            "root_motion": np.round(root_travel(result.offsets), 2).tolist(),
             "canvas": {"w": int(w), "h": int(h)},
             "anchor": anchor,
             "x_from": "rig_root" if pose_keypoint is not None else anchor,
@@ -530,6 +533,14 @@ class GameAnimSpriteSheet:
                     default="",
                 ),
                 "timing": field("GAMEANIM_TIMING", TIMING_TIP + " One per clip for a list."),
+                "root_motion": field(
+                    "STRING",
+                    "Stabilise's offsets_json (one per clip for a list): each frame of the atlas gets root {x, y}, "
+                    "the travel Stabilise took out in sheet pixels from the animation's first frame; the engine "
+                    "adds it to the sprite's position (JSON: frame key root, Phaser frame.customData.root; Godot: "
+                    "root_motion metadata).",
+                    forceInput=True,
+                ),
             },
         }
 
@@ -550,6 +561,7 @@ class GameAnimSpriteSheet:
         animation: list[str] | None = None,
         timing: list[dict] | None = None,
         mask_is: list[str] | None = None,
+        root_motion: list[str] | None = None,
     ) -> dict:
         from . import pipeline
         from .frames import to_tensor
@@ -581,6 +593,7 @@ class GameAnimSpriteSheet:
             host.progress(sum(len(clip) for clip in image)),
             durations,
             mask_is[0] if mask_is else "alpha",
+            list(root_motion) if root_motion else None,
         )
         aseprite_json, godot = aseprite_json[0], godot[0]
         formats = ["texturepacker_hash"] + (["aseprite_hash"] if aseprite_json else [])

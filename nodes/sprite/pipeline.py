@@ -6,6 +6,7 @@ modules and convert back, so the API and the nodes cannot drift apart.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -88,15 +89,53 @@ def build_sheet(
     name: str = "sprite",
     progress: ProgressFn | None = None,
     mask_is: str = "alpha",
+    root_motion: Any | None = None,
 ) -> sheet.Sheet:
-    """Pack a clip onto a :class:`.sheet.Sheet` (optionally merging held frames into durations)."""
-    arr, a = rgb_alpha(rgb, alpha, mask_is)
-    durations = durations_for(len(arr), fps, durations_ms)
-    if merge_holds:
-        keep, durations = timing.collapse_holds(arr, a, durations)
-        arr, a = arr[keep], a[keep]
-    rgba = sheet.to_rgba8(arr, a)
-    return sheet.build_sheet(rgba, durations, columns, layout, padding, extrude, power_of_two, name, progress)
+    """Pack a clip onto a :class:`.sheet.Sheet` (optionally merging held frames into durations).
+
+    ``root_motion``: Stabilise's offsets_json (text or dict), written per frame (see :func:`root_motion_px`).
+    """
+    return build_animation_sheet(
+        [(rgb, alpha)],
+        [name],
+        [fps],
+        columns,
+        layout,
+        padding,
+        extrude,
+        power_of_two,
+        merge_holds,
+        name,
+        progress,
+        [durations_ms],
+        mask_is,
+        [root_motion],
+        named=False,
+    )
+
+
+def root_motion_px(info: Any, frames: int, width: int, height: int) -> np.ndarray:
+    """``[T,2]`` root motion in pixels of ``width`` x ``height`` frames, from Stabilise's offsets_json.
+
+    Stabilise measures it on its canvas; nodes in between may rescale the frames (Pixel Art), so
+    it is scaled by the frames' size over that canvas: the offsets are in the pixels the sheet holds.
+    """
+    try:
+        data = json.loads(info) if isinstance(info, str) else info
+        motion = np.asarray(data["root_motion"], np.float64)
+        canvas_w, canvas_h = float(data["canvas"]["w"]), float(data["canvas"]["h"])
+    except (ValueError, TypeError, KeyError) as exc:
+        raise InputError(
+            "root_motion must be the offsets_json text of Sprite Anchor & Stabilise "
+            f"(with root_motion and canvas); could not read it: {exc}."
+        ) from exc
+    if motion.shape != (frames, 2) or not np.isfinite(motion).all() or min(canvas_w, canvas_h) <= 0:
+        raise InputError(
+            f"root_motion holds {motion.shape[0] if motion.ndim else 0} frames but the clip has {frames}: connect "
+            "the offsets_json of the Stabilise node this clip came from, with no frame-count change in between "
+            "(put Timing before Stabilise)."
+        )
+    return motion * np.array([width / canvas_w, height / canvas_h])
 
 
 def _pad_to(rgba: np.ndarray, height: int, width: int) -> np.ndarray:
@@ -126,12 +165,16 @@ def build_animation_sheet(
     progress: ProgressFn | None = None,
     durations_ms: list[Any | None] | None = None,
     mask_is: str = "alpha",
+    root_motion: list[Any | None] | None = None,
+    named: bool = True,
 ) -> sheet.Sheet:
     """One sheet holding several named animations (a character's actions), one per ``(rgb, alpha)`` clip.
 
     Each clip keeps its own frame rate (``fps[i]``) or per-frame ``durations_ms[i]`` (e.g. from the
     Timing Chart node) and its held frames are merged within the clip;
-    clips of different sizes share the largest frame size (see :func:`_pad_to`).
+    clips of different sizes share the largest frame size (see :func:`_pad_to`).  ``root_motion[i]``
+    is clip ``i``'s Stabilise offsets_json (or None); merged holds keep their first frame's root.
+    ``named=False`` (one clip) leaves the sheet's single animation unnamed, called after the sheet.
     """
     if not clips:
         raise InputError("No clips to put on the sheet.")
@@ -139,20 +182,35 @@ def build_animation_sheet(
         raise InputError(f"Give one fps per clip (or one for all): {len(clips)} clips, {len(fps)} rates.")
     prepared = []
     timed = durations_ms if durations_ms is not None else [None] * len(clips)
-    for (rgb, alpha), rate, clip_durations in zip(clips, fps, timed, strict=True):
+    roots = root_motion if root_motion is not None else [None] * len(clips)
+    if len(roots) != len(clips):
+        raise InputError(f"{len(clips)} clips arrived with {len(roots)} root motions; give one per clip or none.")
+    for (rgb, alpha), rate, clip_durations, info in zip(clips, fps, timed, roots, strict=True):
         arr, a = rgb_alpha(rgb, alpha, mask_is)
         durations = durations_for(len(arr), rate, clip_durations)
+        t, h, w = a.shape
+        root = np.full((t, 2), np.nan) if info is None else root_motion_px(info, t, w, h)
         if merge_holds:
             keep, durations = timing.collapse_holds(arr, a, durations)
-            arr, a = arr[keep], a[keep]
-        prepared.append((sheet.to_rgba8(arr, a), durations))
-    height = max(r.shape[1] for r, _ in prepared)
-    width = max(r.shape[2] for r, _ in prepared)
-    rgba = np.concatenate([_pad_to(r, height, width) for r, _ in prepared])
-    durations = np.concatenate([d for _, d in prepared])
-    runs = sheet.animation_runs(names, [len(r) for r, _ in prepared])
+            arr, a, root = arr[keep], a[keep], root[keep]
+        prepared.append((sheet.to_rgba8(arr, a), durations, root))
+    height = max(r.shape[1] for r, _, _ in prepared)
+    width = max(r.shape[2] for r, _, _ in prepared)
+    rgba = np.concatenate([_pad_to(r, height, width) for r, _, _ in prepared])
+    durations = np.concatenate([d for _, d, _ in prepared])
+    runs = sheet.animation_runs(names, [len(r) for r, _, _ in prepared]) if named else ()
     return sheet.build_sheet(
-        rgba, durations, columns, layout, padding, extrude, power_of_two, name, progress, animations=runs
+        rgba,
+        durations,
+        columns,
+        layout,
+        padding,
+        extrude,
+        power_of_two,
+        name,
+        progress,
+        animations=runs,
+        root_motion=np.concatenate([r for _, _, r in prepared]),
     )
 
 
