@@ -67,15 +67,17 @@ def test_root_motion_reaches_every_atlas_in_sheet_pixels(tmp_path, monkeypatch):
 
 def test_jitter_stays_out_of_the_root_motion():
     """Stabilise removes ±3 px of shake; the exported travel is the steady 6 px/frame, not the shake."""
-    rgb, alpha = travelling_walk(jitter=3, seed=4)
-    _, _, info_text = comfy_nodes.GameAnimSpriteStabilise().run(rgb, "feet", "lock", 2.0, 2, mask=alpha)
-    root = np.asarray(json.loads(info_text)["root_motion"])
-    removed = np.asarray(json.loads(info_text)["offsets"])
-    removed = removed[0] - removed
-    steps = np.diff(root[:, 0])
-    assert np.ptp(steps) <= 0.011 and abs(steps.mean() - STEP) <= 0.6  # steady, at the walk's speed
-    assert np.ptp(np.diff(removed[:, 0])) >= 3  # the raw removal carried the shake
-    assert np.abs(root[:, 1]).max() == 0  # vertical shake is not travel
+    for seed in range(6):
+        rgb, alpha = travelling_walk(jitter=3, seed=seed)
+        _, _, info_text = comfy_nodes.GameAnimSpriteStabilise().run(rgb, "feet", "lock", 2.0, 2, mask=alpha)
+        info = json.loads(info_text)
+        root, removed = np.asarray(info["root_motion"]), np.asarray(info["offsets"])
+        removed = removed[0] - removed
+        steps = np.diff(root[:, 0])
+        # Steady, at the walk's speed (measured 5.60-6.55 px/frame over these seeds).
+        assert np.ptp(steps) <= 0.011 and abs(steps.mean() - STEP) <= 0.6, (seed, steps)
+        assert np.ptp(np.diff(removed[:, 0])) >= 2, seed  # the raw removal carried the shake
+        assert np.abs(root[:, 1]).max() == 0, seed  # vertical shake is not travel
     # An in-place clip has no travel: nothing to put back.
     assert not anchor.root_travel(np.array([[0, 0], [2, -1], [-1, 1], [1, 0]])).any()
 

@@ -325,14 +325,18 @@ def root_travel(offsets: np.ndarray, deadband: float = 2.0) -> np.ndarray:
     The removed motion ``offsets[0] - offsets[t]`` is the character's travel plus the jitter the
     stabiliser removed; an engine moving the sprite by it would put the jitter back.  A locomotion
     cycle travels at a steady speed, so a straight line is fitted per axis (least squares: the
-    jitter averages out) and that line is the root motion.  An axis whose fitted travel over the
-    whole clip stays within ``deadband`` px is an in-place cycle's jitter: zero.
+    jitter averages out) and that line is the root motion.  An axis is left at zero when its fitted
+    travel over the whole clip stays within ``deadband`` px or its slope is within three standard
+    errors of zero: that is an in-place cycle's jitter, not travel.
     """
     removed = (offsets[0] - offsets).astype(np.float64)
     t = len(removed)
     if t < 2:
         return np.zeros_like(removed)
     frames = np.arange(t, dtype=np.float64)
-    slope = np.polyfit(frames, removed, 1)[0]
-    slope[np.abs(slope) * (t - 1) <= deadband] = 0.0
+    slope, intercept = np.polyfit(frames, removed, 1)
+    residuals = removed - (frames[:, None] * slope + intercept)
+    spread = ((frames - frames.mean()) ** 2).sum()
+    stderr = np.sqrt((residuals**2).sum(axis=0) / max(t - 2, 1) / spread)
+    slope[(np.abs(slope) * (t - 1) <= deadband) | (np.abs(slope) <= 3 * stderr)] = 0.0
     return frames[:, None] * slope[None, :]
