@@ -91,11 +91,20 @@ def test_merged_holds_keep_their_first_frames_root():
     assert [f.duration_ms for f in built.frames] == [167, 83, 83]
 
 
+def test_root_motion_follows_a_timing_chart_after_stabilise():
+    """Retimed after Stabilise (5 frames from 4, an in-between at 1.5): the roots follow the source times."""
+    frames, alpha, _ = synth.clip(t=5, h=48, w=48)
+    info = {"root_motion": [[0, 0], [4, 0], [8, 0], [12, 0]], "canvas": {"w": 96, "h": 96}}  # half size here
+    times = [0.0, 1.0, 1.5, 2.0, 3.0]
+    built = pipeline.build_animation_sheet([(frames, alpha)], ["run"], [12.0], root_motion=[info], source_times=[times])
+    assert [f.root for f in built.frames] == [(0.0, 0.0), (2.0, 0.0), (3.0, 0.0), (4.0, 0.0), (6.0, 0.0)]
+
+
 def test_root_motion_errors():
     frames, alpha, _ = synth.clip(t=3, h=32, w=32)
     with pytest.raises(InputError, match="offsets_json"):
         pipeline.build_sheet(frames, alpha, root_motion="not json")
-    with pytest.raises(InputError, match="Timing before Stabilise"):
+    with pytest.raises(InputError, match="Timing Chart's timing"):
         pipeline.build_sheet(frames, alpha, root_motion={"root_motion": [[0, 0]], "canvas": {"w": 32, "h": 32}})
     with pytest.raises(InputError, match="root motions"):
         pipeline.build_animation_sheet([(frames, alpha)] * 2, ["a", "b"], [12.0, 12.0], root_motion=[None])

@@ -594,6 +594,7 @@ class GameAnimSpriteSheet:
             durations,
             mask_is[0] if mask_is else "alpha",
             list(root_motion) if root_motion else None,
+            source_times=[t.get("source_times") if t else None for t in timings],
         )
         aseprite_json, godot = aseprite_json[0], godot[0]
         formats = ["texturepacker_hash"] + (["aseprite_hash"] if aseprite_json else [])

@@ -114,11 +114,14 @@ def build_sheet(
     )
 
 
-def root_motion_px(info: Any, frames: int, width: int, height: int) -> np.ndarray:
+def root_motion_px(info: Any, frames: int, width: int, height: int, source_times: Any | None = None) -> np.ndarray:
     """``[T,2]`` root motion in pixels of ``width`` x ``height`` frames, from Stabilise's offsets_json.
 
     Stabilise measures it on its canvas; nodes in between may rescale the frames (Pixel Art), so
     it is scaled by the frames' size over that canvas: the offsets are in the pixels the sheet holds.
+    A Timing Chart in between changes the frame count: its ``source_times`` (the source frame each
+    output frame shows, fractional for in-betweens) resample the root motion onto the retimed frames.
+    (With equal counts the root motion is taken as already per output frame.)
     """
     try:
         data = json.loads(info) if isinstance(info, str) else info
@@ -129,11 +132,15 @@ def root_motion_px(info: Any, frames: int, width: int, height: int) -> np.ndarra
             "root_motion must be the offsets_json text of Sprite Anchor & Stabilise "
             f"(with root_motion and canvas); could not read it: {exc}."
         ) from exc
+    if source_times is not None and len(source_times) == frames and motion.ndim == 2 and 0 < len(motion) != frames:
+        times = np.asarray(source_times, np.float64)
+        index = np.arange(len(motion), dtype=np.float64)
+        motion = np.stack([np.interp(times, index, motion[:, k]) for k in range(motion.shape[1])], axis=1)
     if motion.shape != (frames, 2) or not np.isfinite(motion).all() or min(canvas_w, canvas_h) <= 0:
         raise InputError(
             f"root_motion holds {motion.shape[0] if motion.ndim else 0} frames but the clip has {frames}: connect "
-            "the offsets_json of the Stabilise node this clip came from, with no frame-count change in between "
-            "(put Timing before Stabilise)."
+            "the offsets_json of the Stabilise node this clip came from; a frame-count change in between needs "
+            "the Timing Chart's timing connected to the sheet too, else put the timing before Stabilise."
         )
     return motion * np.array([width / canvas_w, height / canvas_h])
 
@@ -167,13 +174,16 @@ def build_animation_sheet(
     mask_is: str = "alpha",
     root_motion: list[Any | None] | None = None,
     named: bool = True,
+    source_times: list[Any | None] | None = None,
 ) -> sheet.Sheet:
     """One sheet holding several named animations (a character's actions), one per ``(rgb, alpha)`` clip.
 
     Each clip keeps its own frame rate (``fps[i]``) or per-frame ``durations_ms[i]`` (e.g. from the
     Timing Chart node) and its held frames are merged within the clip;
     clips of different sizes share the largest frame size (see :func:`_pad_to`).  ``root_motion[i]``
-    is clip ``i``'s Stabilise offsets_json (or None); merged holds keep their first frame's root.
+    is clip ``i``'s Stabilise offsets_json (or None), resampled at ``source_times[i]`` when a Timing
+    Chart retimed the clip after Stabilise (see :func:`root_motion_px`); merged holds keep their first
+    frame's root.
     ``named=False`` (one clip) leaves the sheet's single animation unnamed, called after the sheet.
     """
     if not clips:
@@ -185,11 +195,12 @@ def build_animation_sheet(
     roots = root_motion if root_motion is not None else [None] * len(clips)
     if len(roots) != len(clips):
         raise InputError(f"{len(clips)} clips arrived with {len(roots)} root motions; give one per clip or none.")
-    for (rgb, alpha), rate, clip_durations, info in zip(clips, fps, timed, roots, strict=True):
+    times = source_times if source_times is not None else [None] * len(clips)
+    for (rgb, alpha), rate, clip_durations, info, clip_times in zip(clips, fps, timed, roots, times, strict=True):
         arr, a = rgb_alpha(rgb, alpha, mask_is)
         durations = durations_for(len(arr), rate, clip_durations)
         t, h, w = a.shape
-        root = np.full((t, 2), np.nan) if info is None else root_motion_px(info, t, w, h)
+        root = np.full((t, 2), np.nan) if info is None else root_motion_px(info, t, w, h, clip_times)
         if merge_holds:
             keep, durations = timing.collapse_holds(arr, a, durations)
             arr, a, root = arr[keep], a[keep], root[keep]
