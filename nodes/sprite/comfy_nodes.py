@@ -238,9 +238,10 @@ class GameAnimSpriteStabilise:
 
     DESCRIPTION = (
         "Removes jitter and drift: finds each frame's pivot (feet = body centre over the ground line, so a walk "
-        "drawn in place stays in place; or centroid / box centre), moves it to a locked or smoothed track by "
-        "whole pixels, and crops every frame to one canvas (union box + padding). lock also takes the root motion "
-        "out of a walk that travels; offsets_json carries the per-frame offsets and root_motion for the engine. "
+        "drawn in place stays in place; or centroid / box centre; x on the rig root when the pose the clip was "
+        "rendered from is connected), moves it to a locked or smoothed track by whole pixels, and crops every frame "
+        "to one canvas (union box + padding). lock also takes the root motion out of a walk that travels; "
+        "offsets_json carries the per-frame offsets and root_motion (connect it to Save Sprite Sheet). "
         "Any IMAGE works: alpha from the MASK, a 4th channel, or opaque."
     )
     CATEGORY = category("Sprite", "Anchor")
