@@ -13,7 +13,6 @@ Run: ``python bench/sprite_anchor.py [--baseline-ref main]`` (needs the arcade w
 from __future__ import annotations
 
 import argparse
-import copy
 import importlib
 import sys
 import tempfile
@@ -64,24 +63,11 @@ def kenney(ref: str) -> None:
 
 
 def rig_root() -> None:
-    from gameanim.nodes.pose.motion import load_motion
-    from gameanim.nodes.pose.render_motion import SAMPLE_RUN_CYCLE, CameraSettings, render_pose
-    from gameanim.nodes.pose.skeleton import pose3d_from_motion
     from gameanim.nodes.sprite import pipeline
+    from sprite_rig import run_cycle_clip
 
-    settings = CameraSettings(preset="side_right", width=512, height=320, follow_root=False)
-    render = render_pose(pose3d_from_motion(load_motion(SAMPLE_RUN_CYCLE), "auto"), settings, with_depth_normal=True)
-    alpha = (render.depth_maps > 0).astype(np.float32)
-    t = len(alpha)
-    shake = np.random.default_rng(0).integers(-4, 5, (t, 2))
-    shaken = np.zeros((t, 328, 520), np.float32)
-    pose = copy.deepcopy(render.keypoints)
-    for i, (dx, dy) in enumerate(shake):
-        shaken[i, 4 + dy : 324 + dy, 4 + dx : 516 + dx] = alpha[i]
-        flat = pose[i]["people"][0]["pose_keypoints_2d"]
-        for j in range(0, len(flat), 3):
-            if flat[j + 2] > 0:
-                flat[j], flat[j + 1] = (flat[j] * 512 + 4 + dx) / 520, (flat[j + 1] * 320 + 4 + dy) / 328
+    shaken, pose, _ = run_cycle_clip(512, 320, step=1, follow_root=False, shake=4, pad=4)
+    t = len(shaken)
     rgb = np.zeros((*shaken.shape, 3), np.float32)
     hips = pipeline.rig_root_x(pose, 520, 328)
     times = interleaved_best(

@@ -11,7 +11,6 @@ README demo's run cycle rendered from the shipped rig motion.
 
 from __future__ import annotations
 
-import copy
 import sys
 from pathlib import Path
 
@@ -66,35 +65,12 @@ def pair(before: np.ndarray, after: np.ndarray, title: str, anchor, hips=(None, 
     return np.concatenate([panels[0], np.full((height, 2, 3), 180, np.uint8), panels[1]], axis=1)
 
 
-def run_cycle(anchor, pipeline) -> tuple[np.ndarray, list, np.ndarray]:
-    """The demo's run cycle (camera not following: it runs across) with a shaken camera; and its pose."""
-    from gameanim.nodes.pose.motion import load_motion
-    from gameanim.nodes.pose.render_motion import SAMPLE_RUN_CYCLE, CameraSettings, render_pose
-    from gameanim.nodes.pose.skeleton import pose3d_from_motion
-
-    settings = CameraSettings(preset="side_right", width=320, height=200, follow_root=False)
-    render = render_pose(
-        pose3d_from_motion(load_motion(SAMPLE_RUN_CYCLE, (0, None, 3)), "auto"), settings, with_depth_normal=True
-    )
-    alpha = (render.depth_maps > 0).astype(np.float32)
-    shake = np.random.default_rng(1).integers(-4, 5, (len(alpha), 2))
-    out = np.zeros((len(alpha), 200 + 8, 320 + 8), np.float32)
-    pose = copy.deepcopy(render.keypoints)
-    for i, (dx, dy) in enumerate(shake):
-        out[i, 4 + dy : 204 + dy, 4 + dx : 324 + dx] = alpha[i]
-        flat = pose[i]["people"][0]["pose_keypoints_2d"]
-        for j in range(0, len(flat), 3):
-            if flat[j + 2] > 0:
-                flat[j], flat[j + 1] = (flat[j] * 320 + 4 + dx) / 328, (flat[j + 1] * 200 + 4 + dy) / 208
-        pose[i]["canvas_width"], pose[i]["canvas_height"] = 328, 208
-    return out, pose, pipeline.rig_root_x(pose, 328, 208)
-
-
 def main() -> None:
     import_pack()
     import sprite_real as real
     from gameanim.nodes.sprite import anchor, pipeline
     from PIL import Image
+    from sprite_rig import run_cycle_clip
 
     out = ROOT / "docs" / "images"
     out.mkdir(parents=True, exist_ok=True)
@@ -119,7 +95,8 @@ def main() -> None:
         path = out / f"anchor_{name}.png"
         Image.fromarray(pair(alpha, after, title, anchor)).save(path, optimize=True)
         print(path, f"{path.stat().st_size // 1024} KB")
-    alpha, pose, hips = run_cycle(anchor, pipeline)
+    alpha, pose, _ = run_cycle_clip(320, 200, step=3, follow_root=False, shake=4, seed=1, pad=4)
+    hips = pipeline.rig_root_x(pose, alpha.shape[2], alpha.shape[1])
     result = pipeline.stabilise(np.zeros((*alpha.shape, 3), np.float32), alpha, pose_keypoint=pose)
     path = out / "anchor_rig_root.png"
     picture = pair(alpha, result.alpha, "rig root (mid-hip) + lock", anchor, (hips, hips + result.offsets[:, 0]))

@@ -12,9 +12,7 @@ import sprite_synth as synth
 import torch
 from gameanim import api
 from gameanim.core.errors import InputError
-from gameanim.nodes.pose.motion import load_motion
-from gameanim.nodes.pose.render_motion import SAMPLE_RUN_CYCLE, CameraSettings, render_pose
-from gameanim.nodes.pose.skeleton import pose3d_from_motion
+from sprite_rig import run_cycle_clip
 
 
 def jittered(t=10, seed=1, amp=4.0, amp_y=None):
@@ -91,34 +89,8 @@ def test_empty_frame_in_the_middle_is_tolerated():
     assert result.alpha[2].max() == 0 and result.alpha[1].max() > 0
 
 
-def rig_clip(follow_root: bool, jitter: int = 0, seed: int = 0, size: int = 256, pad: int = 8):
-    """The shipped run cycle rendered as a mannequin sprite (alpha) with its POSE_KEYPOINT list.
-
-    ``jitter`` shakes the camera: whole-pixel offsets planted in the frames and in the keypoints alike.
-    Returns ``(alpha [T,H,W], pose, planted [T,2])``.
-    """
-    motion = load_motion(SAMPLE_RUN_CYCLE, (0, None, 2))
-    settings = CameraSettings(preset="side_right", width=size, height=size, follow_root=follow_root)
-    render = render_pose(pose3d_from_motion(motion, "auto"), settings, with_depth_normal=True)
-    alpha = (render.depth_maps > 0).astype(np.float32)
-    t = len(alpha)
-    planted = np.random.default_rng(seed).integers(-jitter, jitter + 1, (t, 2))
-    out = np.zeros((t, size + 2 * pad, size + 2 * pad), np.float32)
-    pose = copy.deepcopy(render.keypoints)
-    full = size + 2 * pad
-    for i, (dx, dy) in enumerate(planted):
-        out[i, pad + dy : pad + dy + size, pad + dx : pad + dx + size] = alpha[i]
-        flat = pose[i]["people"][0]["pose_keypoints_2d"]
-        for j in range(0, len(flat), 3):
-            if flat[j + 2] > 0:
-                flat[j] = (flat[j] * size + pad + dx) / full
-                flat[j + 1] = (flat[j + 1] * size + pad + dy) / full
-        pose[i]["canvas_width"] = pose[i]["canvas_height"] = full
-    return out, pose, planted
-
-
 def test_rig_root_anchor_removes_planted_jitter():
-    alpha, pose, planted = rig_clip(follow_root=True, jitter=4, seed=2)
+    alpha, pose, planted = run_cycle_clip(shake=4, seed=2)
     assert np.ptp(planted[:, 0]) >= 6  # the jitter is really there
     rgb = np.repeat(alpha[..., None], 3, axis=-1)
     _, _, offsets = api.stabilise(torch.from_numpy(rgb), torch.from_numpy(alpha), pose_keypoint=pose)
@@ -135,7 +107,7 @@ def test_rig_root_anchor_removes_planted_jitter():
 
 def test_rig_root_anchor_takes_out_the_travel_exactly():
     """A run that crosses the frame (camera not following): in place on the hips, travel = the rig's."""
-    alpha, pose, _ = rig_clip(follow_root=False)
+    alpha, pose, _ = run_cycle_clip(follow_root=False)
     rgb = np.repeat(alpha[..., None], 3, axis=-1)
     root = pipeline.rig_root_x(pose, alpha.shape[2], alpha.shape[1])
     assert np.ptp(root) > 100  # it really travels
@@ -147,7 +119,7 @@ def test_rig_root_anchor_takes_out_the_travel_exactly():
 
 
 def test_rig_root_errors():
-    alpha, pose, _ = rig_clip(follow_root=True)
+    alpha, pose, _ = run_cycle_clip()
     rgb = np.repeat(alpha[..., None], 3, axis=-1)
     with pytest.raises(InputError, match="frames"):
         pipeline.stabilise(rgb, alpha, pose_keypoint=pose[:-1])
