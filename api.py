@@ -272,7 +272,7 @@ def stabilise(
 ) -> tuple[Any, Any, list[tuple[int, int]]]:
     """Anchor every frame at its pivot and crop all frames to one fixed canvas.
 
-    ``anchor``: ``feet`` (x from the body: head/torso/hips matched across frames, not the feet,
+    ``anchor``: ``feet`` (x from the body: torso and hip bands matched across frames, not the feet,
     which alternate in a walk; y from the ground line of the frames in contact), ``centroid`` or
     ``bbox_center``.  ``mode``: ``lock`` (pivot at one canvas pixel in every
     frame: in-place cycles, or a walk with its root motion taken out), ``smooth`` (Gaussian-smoothed track with ``sigma`` frames, keeps

@@ -8,7 +8,7 @@ Gaussian-smoothed track, keeping slow intended motion but removing jitter), shif
 a whole number of pixels (no resampling blur, which matters for pixel art) and crop all frames
 to one fixed canvas: the union of the shifted boxes plus padding.
 
-The ``feet`` pivot takes x from the body (head and torso), not from the lowest pixels: in a walk
+The ``feet`` pivot takes x from the body (torso and hips), not from the lowest pixels: in a walk
 the lowest pixels alternate between the front and the back foot, and following them makes the
 sprite slide back and forth.  y is the ground line of the frames in contact; frames in the air
 (a run's flight phase, a jump) keep their height above it.  When the clip was rendered from a rig
@@ -156,7 +156,7 @@ def ground_y(alpha: np.ndarray, threshold: float = 0.5, min_pixels: int = 2) -> 
 def anchor_points(alpha: np.ndarray, anchor: str = "feet", threshold: float = 0.5) -> np.ndarray:
     """Per-frame pivot ``(x, y)`` in input pixels; NaN for frames with no opaque pixel.
 
-    ``feet``: x is the body centre (:func:`body_x`: head and torso, not the feet, which alternate
+    ``feet``: x is the body centre (:func:`body_x`: torso and hips, not the feet, which alternate
     in a walk), y the ground line (:func:`ground_y`).  ``centroid``: alpha-weighted centre.
     ``bbox_center``: centre of the opaque box.
     """
