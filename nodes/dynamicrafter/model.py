@@ -13,6 +13,9 @@ Conditioning (``scripts/evaluation/inference.py::image_guided_synthesis``):
   frames 0 and T-1, zeros between; the image tokens come from the first keyframe.
 * unconditional branch for CFG: the empty prompt and the image tokens of an all-zero (mid-grey) image,
   with the same conditioning latents.
+
+:func:`decode` uses the per-frame LDM decoder, or for ToonCrafter the dual-reference decoder of
+:mod:`.dualref_vae`, which needs the two keyframe pictures again.
 """
 
 from __future__ import annotations
