@@ -137,22 +137,13 @@ class DualReferenceDecoder(TemporalDecoder):
 # ----------------------------------------------------------------------------- loading
 
 
-def _resnet_key(rest: str) -> str:
-    """A ``VideoResBlock`` key (after ``...block.N.``) -> diffusers ``SpatioTemporalResBlock``."""
-    temporal = {
-        "time_stack.in_layers.0.": "temporal_res_block.norm1.",
-        "time_stack.in_layers.2.": "temporal_res_block.conv1.",
-        "time_stack.out_layers.0.": "temporal_res_block.norm2.",
-        "time_stack.out_layers.3.": "temporal_res_block.conv2.",
-    }
-    for old, new in temporal.items():
-        if rest.startswith(old):
-            return new + rest[len(old) :]
-    if rest == "mix_factor":
-        return "time_mixer.mix_factor"
-    return "spatial_res_block." + rest.replace("nin_shortcut.", "conv_shortcut.")
-
-
+_TEMPORAL = {  # VideoResBlock -> diffusers SpatioTemporalResBlock, past "...block.N."
+    "time_stack.in_layers.0.": "temporal_res_block.norm1.",
+    "time_stack.in_layers.2.": "temporal_res_block.conv1.",
+    "time_stack.out_layers.0.": "temporal_res_block.norm2.",
+    "time_stack.out_layers.3.": "temporal_res_block.conv2.",
+    "mix_factor": "time_mixer.mix_factor",
+}
 _MID_ATTENTION = {"norm": "group_norm", "q": "to_q", "k": "to_k", "v": "to_v", "proj_out": "to_out.0"}
 _TOP = {
     "conv_in.": "conv_in.",
@@ -161,6 +152,16 @@ _TOP = {
     "conv_out.": "conv_out.",
     "attn_refinement.": "refinement.",
 }
+
+
+def _renamed(key: str, table: Mapping[str, str]) -> str | None:
+    """``key`` with the first matching prefix of ``table`` replaced, or None."""
+    old = next((p for p in table if key.startswith(p)), None)
+    return None if old is None else table[old] + key[len(old) :]
+
+
+def _resnet_key(rest: str) -> str:
+    return _renamed(rest, _TEMPORAL) or "spatial_res_block." + rest.replace("nin_shortcut.", "conv_shortcut.")
 
 
 def convert_decoder(sd: Mapping[str, torch.Tensor], levels: int) -> dict[str, torch.Tensor]:
@@ -178,11 +179,10 @@ def convert_decoder(sd: Mapping[str, torch.Tensor], levels: int) -> dict[str, to
         elif parts[0] == "up" and parts[2] == "upsample":
             new = f"up_blocks.{levels - 1 - int(parts[1])}.upsamplers.0." + ".".join(parts[3:])
         else:
-            prefix = next((p for p in _TOP if key.startswith(p)), None)
-            if prefix is None:
+            renamed = _renamed(key, _TOP)
+            if renamed is None:
                 raise ModelFileError(f"Unexpected key in ToonCrafter's VAE decoder: decoder.{key}")
-            new = _TOP[prefix] + key[len(prefix) :]
-            new = new.replace(".norm.", ".group_norm.") if prefix == "attn_refinement." else new
+            new = renamed.replace(".norm.", ".group_norm.") if key.startswith("attn_refinement.") else renamed
         out[new] = value
     return out
 
