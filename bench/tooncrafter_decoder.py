@@ -8,7 +8,7 @@ The original ``lvdm.models.autoencoder_dualref.VideoDecoder`` and ``lvdm.modules
 encoder, and one decode of a 16-frame clip (one window, as the original) by each is timed round-robin (best
 of N).  Prints the time ratio ours / original and the largest output difference.  The original calls
 xformers; without it (no GPU) the fixture script's stand-in computes the same attention with PyTorch's.
-``--real`` uses the released ddconfig (ch 128, mult 1,2,4,4: 68 M decoder parameters) instead of a tiny one.
+``--real`` uses the released ddconfig (ch 128, mult 1,2,4,4: 65.8 M decoder parameters) instead of a tiny one.
 On CUDA it also prints the peak VRAM of our fp16 decode of 16 frames at 320x512.
 """
 
