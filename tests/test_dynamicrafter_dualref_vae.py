@@ -63,6 +63,19 @@ def test_decoder_matches_the_original(tiny, clip):
     assert not torch.equal(full[:, :, t // 2 - 1 : t // 2 + 1], ours[:, :, t // 2 - 1 : t // 2 + 1])
 
 
+def test_a_batch_of_clips_decodes_each_with_its_own_keyframes(tiny):
+    vae, parity = tiny
+    first, last = _images(parity["keyframes"])
+    z = parity["z_short"][:, :, :6]
+    both = dualref_vae.decode_dual_reference(
+        vae, torch.cat([z, z.flip(2)]), torch.cat([first, last]), torch.cat([last, first])
+    )
+    alone = dualref_vae.decode_dual_reference(vae, z.flip(2), last, first)
+    assert both.shape == (12, 32, 48, 3)
+    torch.testing.assert_close(both[6:], alone, atol=1e-5, rtol=0)
+    assert (both[:6] - both[6:].flip(0)).abs().max() > 1e-3
+
+
 def test_decode_from_keyframe_images_progress_cancel_and_bf16(tiny):
     vae, parity = tiny
     first, last = _images(parity["keyframes"])

@@ -79,7 +79,8 @@ class KeyframeAdd(nn.Module):
     def forward(self, x: torch.Tensor, keyframes: torch.Tensor, frames: int) -> torch.Tensor:
         b = x.shape[0] // frames
         ref = self.conv(keyframes.to(x.dtype).transpose(1, 2).flatten(0, 1)).unflatten(0, (b, 2))
-        x = x.unflatten(0, (b, frames)).clone()
+        x = x.unflatten(0, (b, frames))
+        x = x.clone() if x.requires_grad else x  # in place when decoding: saves a full-resolution copy
         x[:, 0] += ref[:, 0]
         x[:, -1] += ref[:, 1]
         return x.flatten(0, 1)
