@@ -90,10 +90,12 @@ def test_decode_from_keyframe_images_progress_cancel_and_half_precision(tiny):
     token.cancel()
     with pytest.raises(Cancelled):
         dualref_vae.decode_dual_reference(vae, parity["z_short"], first, last, progress=token.progress())
+    short = parity["z_short"][:, :, :3]  # half precision is slow on a CPU: 3 frames (no middle re-decode)
+    full = dualref_vae.decode_dual_reference(vae, short, first, last)
     for dtype in (torch.float16, torch.bfloat16):
         half = dualref_vae.build_dual_reference_vae(_vae_part(load_file(TC_WEIGHTS)), dtype=dtype)
-        frames16 = dualref_vae.decode_dual_reference(half, parity["z_short"], first, last)
-        assert frames16.dtype == torch.float32 and (frames16 - frames).abs().mean() < 0.02
+        frames16 = dualref_vae.decode_dual_reference(half, short, first, last)
+        assert frames16.dtype == torch.float32 and (frames16 - full).abs().mean() < 0.02
 
 
 def test_wrong_keyframes_are_clear_errors(tiny):
