@@ -170,11 +170,22 @@ def sample_dynamicrafter(
     )  # fmt: skip
 
 
-def decode_dynamicrafter(model: DynamiCrafterModel, latents: torch.Tensor, chunk: int = 1) -> torch.Tensor:
-    """Latents ``[B,4,T,h,w]`` -> IMAGE ``[B*T, 8h, 8w, 3]`` float32 0..1, decoded ``chunk`` frames at a time."""
+def decode_dynamicrafter(
+    model: DynamiCrafterModel,
+    latents: torch.Tensor,
+    chunk: int = 1,
+    keyframes: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> torch.Tensor:
+    """Latents ``[B,4,T,h,w]`` -> IMAGE ``[B*T, 8h, 8w, 3]`` float32 0..1.
+
+    DynamiCrafter / Run: decoded ``chunk`` frames at a time.  ToonCrafter (``model.dual_reference_vae``): its
+    decoder reads the keyframes back, so ``keyframes`` = (first, last) IMAGEs ``[B or 1, 8h, 8w, 3]`` 0..1 (the
+    images given to :func:`dynamicrafter_conditioning`) is required; it decodes up to 16 frames together and
+    re-decodes the two middle frames as the released ToonCrafter scripts (``chunk`` does not apply).
+    """
     from .nodes.dynamicrafter.model import decode
 
-    return decode(model, latents, chunk=chunk)
+    return decode(model, latents, chunk=chunk, keyframes=keyframes)
 
 
 # ----------------------------------------------------------------------------- LoRA training for VC2
