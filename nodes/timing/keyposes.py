@@ -82,7 +82,7 @@ def _minima(v: np.ndarray, min_motion: float, still: np.ndarray, loop: bool) -> 
             continue
         low = min(_side_peak(v, t, -1, loop), _side_peak(v, t, 1, loop))
         if v[t] <= MIN_RATIO * low and low - v[t] >= min_motion:
-            keys.append(KeyPose(t, 0.5 + 0.5 * (low - v[t]) / top, "motion minimum"))
+            keys.append(KeyPose(t, 0.5 + 0.5 * (low - float(v[t])) / top, "motion minimum"))
     return keys
 
 
