@@ -495,20 +495,21 @@ def key_poses(
     *,
     pose: Any | None = None,
     breakdowns: bool = False,
+    loop: bool = False,
     progress: ProgressFn | None = None,
 ) -> list[int]:
-    """Key poses of a clip as sorted frame indices, first and last frame included.
+    """Key poses of a clip as sorted frame indices, first and last frame included (unless ``loop``).
 
     Keys are holds (the frame a still pose is reached), motion minima (a swing's extremes), sharp
     direction changes and contacts, found from optical flow, the sprite's ``alpha`` ([T,H,W], or the
     4th channel of ``frames``) and optionally the rig's joints (``pose``: POSE_KEYPOINT, one entry per
     frame).  Steady motion yields no key.  ``max_keys`` keeps the strongest; ``breakdowns`` adds
-    the fastest frame between each two keys.  :func:`key_pose_report` gives the reasons.
+    the fastest frame between each two keys.  ``loop=True`` reads the clip as a cycle (its first
+    frame follows its last, e.g. a walk): the seam is searched too and no end is forced (frame 0 when
+    nothing else is a key).  :func:`key_pose_report` gives the reasons.
     """
-    return sorted(
-        k["frame"]
-        for k in key_pose_report(frames, alpha, max_keys, pose=pose, breakdowns=breakdowns, progress=progress)
-    )
+    report = key_pose_report(frames, alpha, max_keys, pose=pose, breakdowns=breakdowns, loop=loop, progress=progress)
+    return sorted(k["frame"] for k in report)
 
 
 def key_pose_report(
@@ -518,13 +519,14 @@ def key_pose_report(
     *,
     pose: Any | None = None,
     breakdowns: bool = False,
+    loop: bool = False,
     progress: ProgressFn | None = None,
 ) -> list[dict[str, Any]]:
     """The keys of :func:`key_poses` ranked strongest first: ``{"frame", "score", "reason"}`` each."""
     from .nodes.timing.clip_motion import measure
     from .nodes.timing.keyposes import find_key_poses
 
-    ranked = find_key_poses(measure(frames, alpha, pose, progress), max_keys, breakdowns)
+    ranked = find_key_poses(measure(frames, alpha, pose, progress, loop), max_keys, breakdowns)
     return [{"frame": k.frame, "score": k.score, "reason": k.reason} for k in ranked]
 
 
@@ -540,6 +542,7 @@ def time_animation(
     overshoot: float = 0.0,
     inbetween: str = "flow",
     pose: Any | None = None,
+    loop: bool = False,
     progress: ProgressFn | None = None,
 ) -> tuple[Any, list[int]]:
     """Rebuild a clip from its ``keys`` with a timing chart: ``(out_frames, durations)``.
@@ -550,7 +553,9 @@ def time_animation(
     quadratic; see ``docs/timing.md``), optionally with ``anticipation``/``overshoot``.  In-betweens
     are source frames where one sits at the wanted place, else warped along the optical flow
     (``inbetween="flow"``) or the nearest source frame (``"nearest"``).  The first and last frame
-    always act as keys.  ``out_frames`` is a float32 IMAGE tensor with the input's channels (RGBA in,
+    always act as keys, unless ``loop=True``: then the clip is a cycle (its first frame follows its
+    last), the segment from the last key back to the first is timed like the others, and the output
+    starts at the first key and loops without repeating it.  ``out_frames`` is a float32 IMAGE tensor with the input's channels (RGBA in,
     RGBA out; with ``alpha`` given, ``[T,H,W,4]``); every key frame appears in it unchanged and in
     order.  ``durations`` holds one integer per output frame in source-frame units.
     """
@@ -560,7 +565,7 @@ def time_animation(
     from .nodes.timing.clip_motion import measure
     from .nodes.timing.retime import retime
 
-    motion = measure(frames, alpha, pose, progress)
+    motion = measure(frames, alpha, pose, progress, loop)
     result = retime(frames, alpha, motion, list(keys), on, hold, spacing, anticipation, overshoot, inbetween, progress)
     out = result.rgb if result.alpha is None else np.concatenate([result.rgb, result.alpha[..., None]], axis=-1)
     return torch.from_numpy(np.ascontiguousarray(out, np.float32)), list(result.durations)
