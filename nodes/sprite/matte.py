@@ -45,6 +45,9 @@ MAX_GRADIENT = 30.0
 WEAK = 4.0
 
 
+OPT = {"weak_solid": True, "own_far": 99, "own_proj": 0.25, "dbg": None, "rim": 3, "pocket": "old"}
+
+
 class NotSolidError(InputError):
     """The clip's background is not a solid key (the message has the numbers and what to do)."""
 
@@ -118,11 +121,45 @@ def border_mask(h: int, w: int, border: int) -> np.ndarray:
     return band
 
 
-def surface_basis(h: int, w: int) -> np.ndarray:
-    """``[h,w,6]`` quadratic basis (1, u, v, u², uv, v²) on coordinates scaled to -1..1."""
-    v, u = np.mgrid[0:h, 0:w].astype(np.float32)
-    u, v = u / max(w - 1, 1) * 2 - 1, v / max(h - 1, 1) * 2 - 1
-    return np.stack([np.ones_like(u), u, v, u * u, u * v, v * v], axis=-1)
+def clip_lab(frames: np.ndarray) -> np.ndarray:
+    """CIE Lab of every frame, box-filtered 3x3.
+
+    Averaging nine pixels cuts per-pixel noise by 3x, so the tolerance can be tight and pockets of
+    noisy background stay connected.  One colour conversion for the whole clip (frames stacked).
+    """
+    t, h, w = frames.shape[:3]
+    lab = cv2.cvtColor(frames.reshape(t * h, w, 3), cv2.COLOR_RGB2Lab).reshape(frames.shape)
+    for i in range(t):
+        lab[i] = cv2.blur(lab[i], (3, 3))
+    return lab
+
+
+@dataclass(frozen=True)
+class Surface:
+    """A quadratic in x and y (1, u, v, u², uv, v², coordinates scaled to -1..1) over an ``h x w`` frame.
+
+    Evaluating ``[h*w,6] @ [6,3]`` at full resolution was the matte's largest cost; the surface is
+    smooth, so :meth:`render` evaluates it on a grid every ``STEP`` px and lets OpenCV interpolate.
+    """
+
+    h: int
+    w: int
+    STEP = 8
+
+    def basis(self, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
+        """``[..., 6]`` basis at pixel coordinates (float arrays of any matching shape)."""
+        u = np.asarray(xs, np.float32) / max(self.w - 1, 1) * 2 - 1
+        v = np.asarray(ys, np.float32) / max(self.h - 1, 1) * 2 - 1
+        return np.stack([np.ones_like(u), u, v, u * u, u * v, v * v], axis=-1)
+
+    def render(self, coef: np.ndarray) -> np.ndarray:
+        """``[h,w,C]`` values of the surface ``coef [6,C]`` (bilinear between grid nodes)."""
+        gh, gw = -(-self.h // self.STEP), -(-self.w // self.STEP)
+        # Node centres where cv2.resize samples them: (i + 0.5) * scale - 0.5.
+        ys = (np.arange(gh, dtype=np.float32) + 0.5) * (self.h / gh) - 0.5
+        xs = (np.arange(gw, dtype=np.float32) + 0.5) * (self.w / gw) - 0.5
+        grid = self.basis(*np.meshgrid(ys, xs, indexing="ij")) @ coef
+        return cv2.resize(grid, (self.w, self.h), interpolation=cv2.INTER_LINEAR).reshape(self.h, self.w, -1)
 
 
 def solve(basis: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -134,7 +171,8 @@ def solve(basis: np.ndarray, values: np.ndarray) -> np.ndarray:
 def distance(values: np.ndarray, model: np.ndarray) -> np.ndarray:
     """Euclidean distance along the last axis (ΔE76 for Lab values)."""
     d = values - model
-    return np.sqrt(np.einsum("...c,...c->...", d, d))
+    d *= d
+    return np.sqrt(d.sum(axis=-1))
 
 
 def fit_surface(basis: np.ndarray, values: np.ndarray, floor: float, rounds: int = 1) -> np.ndarray:
@@ -175,29 +213,27 @@ def remove_background(
         raise InputError(f"The tolerances must satisfy 0 <= low < high; got low={low}, high={high}.")
     report = progress or no_progress
     t, h, w = frames.shape[:3]
-    basis = surface_basis(h, w)
-    band = border_mask(h, w, border)
-    step = np.zeros((h, w), bool)
-    step[::3, ::3] = True  # the refit and the RGB model use every 9th pixel
-    # Lab of every frame, box-filtered 3x3: averaging nine pixels cuts per-pixel noise by 3x, so the
-    # tolerance can be tight and pockets of noisy background stay connected.
-    lab = [cv2.blur(cv2.cvtColor(f, cv2.COLOR_RGB2Lab), (3, 3)) for f in frames]
-    # Pass 1: a surface per frame from the border band; the tolerance from its residuals (whole clip).
-    coefs = [fit_surface(basis[band], px[band], max(low, 1.0)) for px in lab]
-    edge = basis[band]
-    tol = noise_tolerance(np.concatenate([distance(px[band], edge @ c) for px, c in zip(lab, coefs, strict=True)]), low)
-    # Pass 2: refit on everything pass 1 calls background, so a vignette's centre fits too (on every
-    # 3rd pixel in x and y: the surface is smooth, and this pass then costs a ninth).
-    coarse = basis[::3, ::3]
-    for i, px in enumerate(lab):
-        small = px[::3, ::3]
+    surface = Surface(h, w)
+    lab = clip_lab(frames)
+    # Pass 1: a surface per frame from the border band (every other pixel of it); the tolerance
+    # from its residuals, pooled over the clip.
+    by, bx = np.nonzero(border_mask(h, w, border) & ((np.add.outer(np.arange(h), np.arange(w)) % 2) == 0))
+    edge = surface.basis(by, bx)
+    edge_px = lab[:, by, bx]
+    coefs = [fit_surface(edge, px, max(low, 1.0)) for px in edge_px]
+    tol = noise_tolerance(np.concatenate([distance(px, edge @ c) for px, c in zip(edge_px, coefs, strict=True)]), low)
+    # Pass 2: refit on everything pass 1 calls background (every 4th pixel in x and y: the surface
+    # is smooth), so a vignette's centre fits too.
+    coarse = surface.basis(*np.mgrid[0:h:4, 0:w:4])
+    for i in range(t):
+        small = lab[i, ::4, ::4]
         sample = background_region(distance(small, coarse @ coefs[i]), tol, 0)
         if sample.sum() > 64:
             coefs[i] = fit_surface(coarse[sample], small[sample], tol)
-    resid = np.concatenate([distance(px[band], edge @ c) for px, c in zip(lab, coefs, strict=True)])
+    resid = np.concatenate([distance(px, edge @ c) for px, c in zip(edge_px, coefs, strict=True)])
     tol = noise_tolerance(resid, low)
     fraction = float(np.mean(resid <= tol))
-    corners = basis[[0, 0, -1, -1, h // 2], [0, -1, 0, -1, w // 2]]  # a quadratic's range shows at these
+    corners = surface.basis(np.array([0, 0, h - 1, h - 1, h // 2]), np.array([0, w - 1, 0, w - 1, w // 2]))
     gradient = max(float(np.ptp(distance(corners @ c, corners[-1] @ c))) for c in coefs)
     key_lab = np.mean([corners[-1] @ c for c in coefs], axis=0).astype(np.float32)
     key = cv2.cvtColor(key_lab.reshape(1, 1, 3), cv2.COLOR_Lab2RGB).reshape(3)
@@ -214,13 +250,11 @@ def remove_background(
     rgb = np.empty_like(frames)
     alpha = np.empty((t, h, w), np.float32)
     for i in range(t):
-        dist = distance(lab[i], basis @ coefs[i])
-        bg = background_region(dist, tol, min_hole)
+        model = surface.render(coefs[i])
+        dist = distance(lab[i], model)
+        bg = background_region(dist, tol, min_hole, lab[i] - model)
         fg = remove_specks(~bg, (2 * cleanup + 3) ** 2 if cleanup > 0 else 0)  # +2: the 3x3 Lab blur
-        # The RGB background model (for unmixing) from the same background pixels.
-        sample = bg & step
-        coef_rgb = solve(basis[sample], frames[i][sample]) if sample.sum() > 64 else solve(basis[band], frames[i][band])
-        rgb[i], alpha[i] = unmix(frames[i], fg, dist, tol, basis, coef_rgb)
+        rgb[i], alpha[i] = unmix(frames[i], fg, dist, tol, model, rim=OPT["rim"])
         report(i + 1, t)
     return rgb, alpha, background
 
@@ -238,14 +272,16 @@ def noise_tolerance(resid: np.ndarray, low: float) -> float:
     return max(low, 3.5 * med, 2.0 * q99)
 
 
-def background_region(dist: np.ndarray, tol: float, min_hole: int) -> np.ndarray:
+def background_region(dist: np.ndarray, tol: float, min_hole: int, offset: np.ndarray | None = None) -> np.ndarray:
     """Background pixels of one frame from its distance map ``dist`` (ΔE to the background model).
 
     The background is everything within ``tol`` that is connected to the frame border, plus pockets
-    enclosed by the sprite: regions within ``3·tol`` (compression rings harder in a small pocket)
-    whose mean distance is within ``3·tol`` and whose area is at least ``min_hole`` px.  Smaller
-    key-coloured islands (a highlight, white teeth on white) stay part of the character.
-    ``min_hole`` 0 means: no pockets.
+    enclosed by the sprite: regions of at least ``min_hole`` px within ``3·tol`` (compression rings
+    harder in a small pocket) whose *mean* colour ``offset`` from the model (``[H,W,3]``) is within
+    ``tol/2``: noise and ringing average out over a pocket, while a key-like part of the character (a
+    pale visor on white, light shoes on grey) is offset the same way everywhere.  Smaller key-coloured
+    islands (a highlight, white teeth on white) stay part of the character.  ``min_hole`` 0 (or no
+    ``offset``) means: no pockets.
     """
     n, labels = cv2.connectedComponents((dist <= tol).astype(np.uint8), connectivity=4)
     keep = np.zeros(n, bool)
@@ -254,13 +290,18 @@ def background_region(dist: np.ndarray, tol: float, min_hole: int) -> np.ndarray
     keep[0] = False  # label 0 is the set farther than tol
     bg = keep[labels]
     box = sprite_box(~bg)
-    if min_hole > 0 and box is not None:
-        inner, d = bg[box], dist[box]  # pockets lie inside the sprite's box
+    if min_hole > 0 and offset is not None and box is not None:
+        inner, d, off = bg[box], dist[box], offset[box]  # pockets lie inside the sprite's box
         loose = (d <= 3.0 * tol) & ~inner
         n, labels, stats, _ = cv2.connectedComponentsWithStats(loose.astype(np.uint8), connectivity=4)
-        area = stats[:, cv2.CC_STAT_AREA]
-        mean = np.bincount(labels.reshape(-1), weights=d.reshape(-1), minlength=n) / np.maximum(area, 1)
-        pocket = (area >= min_hole) & (mean <= 3.0 * tol)
+        area = np.maximum(stats[:, cv2.CC_STAT_AREA], 1)
+        flat = labels.reshape(-1)
+        mean = np.stack([np.bincount(flat, weights=off[..., c].reshape(-1), minlength=n) for c in range(3)], -1)
+        if OPT["pocket"] == "old":
+            md = np.bincount(flat, weights=d.reshape(-1), minlength=n) / area
+            pocket = (area >= min_hole) & (md <= 3.0 * tol)
+        else:
+            pocket = (area >= min_hole) & (np.linalg.norm(mean / area[:, None], axis=-1) <= OPT["pocket"] * tol)
         pocket[0] = False
         inner |= pocket[labels]
     return bg
@@ -291,16 +332,17 @@ def remove_specks(fg: np.ndarray, min_area: int, relative: float = 0.005) -> np.
     return out
 
 
+
+
 def unmix(
     frame: np.ndarray,
     fg: np.ndarray,
     dist: np.ndarray,
     tol: float,
-    basis: np.ndarray,
-    coef: np.ndarray,
+    model: np.ndarray,
     rim: int = 3,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Alpha and despilled colour of one frame given its foreground region and RGB background model.
+    """Alpha and despilled colour of one frame given its foreground region and Lab background ``model``.
 
     Opaque: foreground deeper than ``rim`` px whose colour is clearly not the key.  Unmixed: the
     rim (soft, anti-aliased or upscaled edges) and weak pixels (within ``WEAK·tol`` of the key:
@@ -322,11 +364,12 @@ def unmix(
     crop, fg_c, dist_c = frame[y0:y1, x0:x1], fg[y0:y1, x0:x1], dist[y0:y1, x0:x1]
     weak_c = dist_c < WEAK * tol
     depth = cv2.distanceTransform(fg_c.astype(np.uint8), cv2.DIST_L2, 3)
-    solid = ((depth > rim) & ~weak_c).astype(np.float32)
+    solid = ((depth > rim) & ~weak_c) if OPT["weak_solid"] else (depth > rim)
+    solid = solid.astype(np.float32)
     alpha[y0:y1, x0:x1] = solid
-    ys, xs = np.nonzero(fg_c & ((depth <= rim) | weak_c))
+    ys, xs = np.nonzero(fg_c & (solid == 0))
     if len(ys):
-        key = basis[ys + y0, xs + x0] @ coef
+        key = cv2.cvtColor(model[ys + y0, xs + x0].reshape(-1, 1, 3), cv2.COLOR_Lab2RGB).reshape(-1, 3)
         c = crop[ys, xs]
         fgc = c.copy()
         # F from the opaque pixels nearby; on parts thinner than the rim from its inner half.
@@ -339,13 +382,20 @@ def unmix(
         norm2 = np.sum(d * d, axis=-1)
         proj = np.clip(np.sum((c - key) * d, axis=-1) / np.maximum(norm2, 1e-6), 0.0, 1.0)
         off_line = distance(c, key + proj[:, None] * d) > 0.5 * distance(c, key)
-        own_colour = off_line & (depth[ys, xs] > rim)
+        far = (dist_c[ys, xs] > OPT["own_far"] * tol) & (proj < OPT["own_proj"])
+        own_colour = off_line & ((depth[ys, xs] > rim) | far)
         # Foreground too close to the key to unmix, or a colour of its own: known foreground.
         a = np.where((norm2 < 0.05**2) | own_colour, 1.0, proj).astype(np.float32)
         a[a < 0.05] = 0.0  # below noise: no semi-transparent dust around the sprite
         safe = np.maximum(a, 0.05)[:, None]
         unmixed = np.clip((c - (1.0 - safe) * key) / safe, 0.0, 1.0)
         alpha[ys + y0, xs + x0] = a
+        if OPT["dbg"] is not None:
+            cat = np.zeros((h, w), np.uint8)
+            cat[y0:y1, x0:x1][solid > 0] = 1
+            cat[ys + y0, xs + x0] = np.where(own_colour, 2, np.where(norm2 < 0.05**2, 3, 4))
+            cat[ys[weak_c[ys, xs]] + y0, xs[weak_c[ys, xs]] + x0] += 10
+            OPT["dbg"].append(cat)
         rgb[ys + y0, xs + x0] = np.where(a[:, None] >= 1.0, c, np.where(a[:, None] > 0, unmixed, key))
     return rgb, alpha
 
