@@ -45,7 +45,7 @@ MAX_GRADIENT = 30.0
 WEAK = 4.0
 
 
-OPT = {"weak_solid": True, "own_far": 99, "own_proj": 0.25, "dbg": None, "rim": 3, "pocket": "old"}
+OPT = {"weak_solid": True, "own_far": 99, "own_proj": 0.25, "dbg": None, "rim": 4, "pocket": "old"}
 
 
 class NotSolidError(InputError):
