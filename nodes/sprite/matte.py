@@ -45,9 +45,6 @@ MAX_GRADIENT = 30.0
 WEAK = 4.0
 
 
-OPT = {"weak_solid": True, "own_far": 99, "own_proj": 0.25, "dbg": None, "rim": 4, "pocket": 1.5}
-
-
 class NotSolidError(InputError):
     """The clip's background is not a solid key (the message has the numbers and what to do)."""
 
@@ -197,7 +194,7 @@ def fit_surface(basis: np.ndarray, values: np.ndarray, floor: float, rounds: int
 
 def remove_background(
     frames: np.ndarray,
-    low: float = 2.0,
+    low: float = 1.0,
     high: float = 16.0,
     border: int = 4,
     cleanup: int = 1,
@@ -256,29 +253,37 @@ def remove_background(
         model = surface.render(coefs[i])
         dist = distance(lab[i], model)
         bg = background_region(dist, tol, min_hole, lab[i] - model)
-        fg = remove_specks(~bg, (2 * cleanup + 3) ** 2 if cleanup > 0 else 0)  # +2: the 3x3 Lab blur
-        rgb[i], alpha[i] = unmix(frames[i], fg, dist, tol, model, rim=OPT["rim"])
+        fg = remove_specks(
+            ~bg, (2 * cleanup + 3) ** 2 if cleanup > 0 else 0, dist >= WEAK * tol
+        )  # +2: the 3x3 Lab blur
+        rgb[i], alpha[i] = unmix(frames[i], fg, dist, tol, model)
         report(i + 1, t)
-    if OPT.get("steady", True):
-        steady_edges(alpha, lab, tol)
+    steady_edges(alpha, lab, tol)
     return rgb, alpha, background
 
 
-def steady_edges(alpha: np.ndarray, lab: np.ndarray, tol: float) -> None:
+def steady_edges(alpha: np.ndarray, lab: np.ndarray, tol: float, reach: int = 8) -> None:
     """Average, in place, each soft pixel's alpha over the frames in which it has the same colour.
 
     Where sprite and background stand still a pixel's colour repeats from frame to frame up to
     noise, and so should its alpha; unmixed per frame, fresh noise makes the edge flicker.  A frame
-    only borrows from frames whose (blurred Lab) colour at that pixel is within ``tol`` of its own,
-    so a moving edge, whose colour changes, keeps its own alpha.  Only pixels that are
-    semi-transparent in some frame are touched.
+    only borrows from frames (up to ``reach`` away, which bounds the work on long clips) whose
+    blurred Lab colour at that pixel is within ``tol`` of its own, so a moving edge, whose colour
+    changes, keeps its own alpha.  Only pixels that are semi-transparent in some frame are touched.
     """
-    if len(alpha) < 2:
-        return
+    t = len(alpha)
     ys, xs = np.nonzero(((alpha > 0) & (alpha < 1)).any(axis=0))
-    colour = lab[:, ys, xs]  # [T,N,3]
-    same = (distance(colour[:, None], colour[None]) <= tol).astype(np.float32)  # [T,T,N]
-    alpha[:, ys, xs] = np.einsum("tsn,sn->tn", same, alpha[:, ys, xs]) / same.sum(axis=1)
+    if t < 2 or not len(ys):
+        return
+    colour, own = lab[:, ys, xs], alpha[:, ys, xs]  # [T,N,3], [T,N]
+    total, count = own.copy(), np.ones_like(own)
+    for k in range(1, min(reach, t - 1) + 1):
+        same = (distance(colour[:-k], colour[k:]) <= tol).astype(np.float32)  # frame i vs frame i + k
+        total[:-k] += same * own[k:]
+        total[k:] += same * own[:-k]
+        count[:-k] += same
+        count[k:] += same
+    alpha[:, ys, xs] = total / count
 
 
 def noise_tolerance(resid: np.ndarray, low: float) -> float:
@@ -319,11 +324,7 @@ def background_region(dist: np.ndarray, tol: float, min_hole: int, offset: np.nd
         area = np.maximum(stats[:, cv2.CC_STAT_AREA], 1)
         flat = labels.reshape(-1)
         mean = np.stack([np.bincount(flat, weights=off[..., c].reshape(-1), minlength=n) for c in range(3)], -1)
-        if OPT["pocket"] == "old":
-            md = np.bincount(flat, weights=d.reshape(-1), minlength=n) / area
-            pocket = (area >= min_hole) & (md <= 3.0 * tol)
-        else:
-            pocket = (area >= min_hole) & (np.linalg.norm(mean / area[:, None], axis=-1) <= OPT["pocket"] * tol)
+        pocket = (area >= min_hole) & (np.linalg.norm(mean / area[:, None], axis=-1) <= 1.5 * tol)
         pocket[0] = False
         inner |= pocket[labels]
     return bg
@@ -335,11 +336,15 @@ def sprite_box(mask: np.ndarray) -> tuple[slice, slice] | None:
     return (slice(y, y + h), slice(x, x + w)) if w and h else None
 
 
-def remove_specks(fg: np.ndarray, min_area: int, relative: float = 0.005) -> np.ndarray:
-    """``fg`` without islands smaller than ``min_area`` px or ``relative`` x the largest island.
+def remove_specks(
+    fg: np.ndarray, min_area: int, strong: np.ndarray | None = None, relative: float = 0.005
+) -> np.ndarray:
+    """``fg`` without islands smaller than ``min_area`` px or ``relative`` x the largest island, and
+    (given ``strong``, the pixels clearly off the key) without islands holding no strong pixel.
 
     Noise and compression blocks leave small detached islands; a character's detached parts
-    (a thrown sword, a hand drawn apart) are much larger than 0.5% of its body.
+    (a thrown sword, a hand drawn apart) are much larger than 0.5% of its body.  A large island made
+    only of near-key pixels is background the model missed (a vignette's corner under noise).
     """
     box = sprite_box(fg)
     if min_area <= 1 or box is None:
@@ -348,12 +353,14 @@ def remove_specks(fg: np.ndarray, min_area: int, relative: float = 0.005) -> np.
     area = stats[:, cv2.CC_STAT_AREA]
     largest = area[1:].max() if n > 1 else 0
     keep = area >= max(min_area, relative * largest)
+    if strong is not None:
+        holds = np.zeros(n, bool)
+        holds[labels[strong[box]]] = True
+        keep &= holds
     keep[0] = False
     out = np.zeros_like(fg)
     out[box] = keep[labels]
     return out
-
-
 
 
 def unmix(
@@ -362,7 +369,7 @@ def unmix(
     dist: np.ndarray,
     tol: float,
     model: np.ndarray,
-    rim: int = 3,
+    rim: int = 4,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Alpha and despilled colour of one frame given its foreground region and Lab background ``model``.
 
@@ -386,40 +393,59 @@ def unmix(
     crop, fg_c, dist_c = frame[y0:y1, x0:x1], fg[y0:y1, x0:x1], dist[y0:y1, x0:x1]
     weak_c = dist_c < WEAK * tol
     depth = cv2.distanceTransform(fg_c.astype(np.uint8), cv2.DIST_L2, 3)
-    solid = ((depth > rim) & ~weak_c) if OPT["weak_solid"] else (depth > rim)
-    solid = solid.astype(np.float32)
+    solid = ((depth > rim) & ~weak_c).astype(np.float32)
     alpha[y0:y1, x0:x1] = solid
     ys, xs = np.nonzero(fg_c & (solid == 0))
     if len(ys):
         key = cv2.cvtColor(model[ys + y0, xs + x0].reshape(-1, 1, 3), cv2.COLOR_Lab2RGB).reshape(-1, 3)
         c = crop[ys, xs]
-        fgc = c.copy()
         # F from the opaque pixels nearby; on parts thinner than the rim from its inner half.
-        for source in (solid, ((depth > rim / 2) & ~weak_c).astype(np.float32)):
-            weight = cv2.boxFilter(source, -1, (window, window), normalize=False)[ys, xs]
-            total = cv2.boxFilter(crop * source[..., None], -1, (window, window), normalize=False)[ys, xs]
-            unset = (fgc == c).all(axis=1) & (weight > 0)
-            fgc[unset] = total[unset] / weight[unset, None]
-        d = fgc - key
-        norm2 = np.sum(d * d, axis=-1)
-        proj = np.clip(np.sum((c - key) * d, axis=-1) / np.maximum(norm2, 1e-6), 0.0, 1.0)
-        off_line = distance(c, key + proj[:, None] * d) > 0.5 * distance(c, key)
-        far = (dist_c[ys, xs] > OPT["own_far"] * tol) & (proj < OPT["own_proj"])
-        own_colour = off_line & ((depth[ys, xs] > rim) | far)
+        inner = ((depth > rim / 2) & ~weak_c).astype(np.float32)
+        fore, found = local_mean(crop, solid, window, ys, xs)
+        near, near_found = local_mean(crop, inner, 2 * (rim // 2) + 3, ys, xs)
+        fore = np.where(found[:, None], fore, np.where(near_found[:, None], near, c))
+        d, norm2, proj, miss = mix_line(c, key, fore)
+        to_key = distance(c, key)
+        # A pixel the nearby opaque colour does not explain may lie on a thin part of another colour
+        # (a dark leg next to a red body): try the inner colour of its own part.
+        retry = np.flatnonzero((miss > 0.5 * to_key) & near_found & (depth[ys, xs] > 1.5))
+        if len(retry):
+            d2, norm22, proj2, miss2 = mix_line(c[retry], key[retry], near[retry])
+            better = retry[miss2 < miss[retry]]
+            pick = miss2 < miss[retry]
+            d[better], norm2[better], proj[better], miss[better] = d2[pick], norm22[pick], proj2[pick], miss2[pick]
+        off_line = miss > 0.5 * to_key
+        own_colour = off_line & (depth[ys, xs] > rim)
         # Foreground too close to the key to unmix, or a colour of its own: known foreground.
         a = np.where((norm2 < 0.05**2) | own_colour, 1.0, proj).astype(np.float32)
         a[a < 0.05] = 0.0  # below noise: no semi-transparent dust around the sprite
         safe = np.maximum(a, 0.05)[:, None]
         unmixed = np.clip((c - (1.0 - safe) * key) / safe, 0.0, 1.0)
         alpha[ys + y0, xs + x0] = a
-        if OPT["dbg"] is not None:
-            cat = np.zeros((h, w), np.uint8)
-            cat[y0:y1, x0:x1][solid > 0] = 1
-            cat[ys + y0, xs + x0] = np.where(own_colour, 2, np.where(norm2 < 0.05**2, 3, 4))
-            cat[ys[weak_c[ys, xs]] + y0, xs[weak_c[ys, xs]] + x0] += 10
-            OPT["dbg"].append(cat)
         rgb[ys + y0, xs + x0] = np.where(a[:, None] >= 1.0, c, np.where(a[:, None] > 0, unmixed, key))
     return rgb, alpha
+
+
+def local_mean(
+    image: np.ndarray, source: np.ndarray, window: int, ys: np.ndarray, xs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean colour [N,3], found [N])`` of the ``source`` pixels of ``image`` in a ``window`` box around each point."""
+    weight = cv2.boxFilter(source, -1, (window, window), normalize=False)[ys, xs]
+    total = cv2.boxFilter(image * source[..., None], -1, (window, window), normalize=False)[ys, xs]
+    found = weight > 0
+    return total / np.maximum(weight, 1e-6)[:, None], found
+
+
+def mix_line(c: np.ndarray, key: np.ndarray, fore: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(F - B, |F - B|², alpha, miss)`` of pixels ``c`` seen as mixes of ``key`` and ``fore`` ([N,3] each).
+
+    ``alpha`` is the projection of ``C - B`` onto ``F - B``, clipped to 0..1; ``miss`` the distance
+    from ``C`` to that mix: how badly the pair explains the pixel.
+    """
+    d = fore - key
+    norm2 = np.sum(d * d, axis=-1)
+    proj = np.clip(np.sum((c - key) * d, axis=-1) / np.maximum(norm2, 1e-6), 0.0, 1.0)
+    return d, norm2, proj, distance(c, key + proj[:, None] * d)
 
 
 def apply_mask(
