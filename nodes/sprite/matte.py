@@ -222,12 +222,12 @@ def remove_background(
     edge_px = lab[:, by, bx]
     coefs = [fit_surface(edge, px, max(low, 1.0)) for px in edge_px]
     tol = noise_tolerance(np.concatenate([distance(px, edge @ c) for px, c in zip(edge_px, coefs, strict=True)]), low)
-    # Pass 2: refit on everything pass 1 calls background (every 4th pixel in x and y: the surface
+    # Pass 2: refit on everything pass 1 calls background (every 6th pixel in x and y: the surface
     # is smooth), so a vignette's centre fits too.
-    coarse = surface.basis(*np.mgrid[0:h:4, 0:w:4])
+    coarse = surface.basis(*np.mgrid[0:h:6, 0:w:6])
     for i in range(t):
-        small = lab[i, ::4, ::4]
-        sample = background_region(distance(small, coarse @ coefs[i]), tol, 0)
+        small = lab[i, ::6, ::6]
+        sample = background_region(distance(small, coarse @ coefs[i]), tol)
         if sample.sum() > 64:
             coefs[i] = fit_surface(coarse[sample], small[sample], tol)
     resid = np.concatenate([distance(px, edge @ c) for px, c in zip(edge_px, coefs, strict=True)])
@@ -252,7 +252,7 @@ def remove_background(
     for i in range(t):
         model = surface.render(coefs[i])
         dist = distance(lab[i], model)
-        bg = background_region(dist, tol, min_hole, lab[i] - model)
+        bg = background_region(dist, tol, min_hole, lab[i], model)
         fg = remove_specks(
             ~bg, (2 * cleanup + 3) ** 2 if cleanup > 0 else 0, dist >= WEAK * tol
         )  # +2: the 3x3 Lab blur
@@ -299,16 +299,18 @@ def noise_tolerance(resid: np.ndarray, low: float) -> float:
     return max(low, 3.5 * med, 2.0 * q99)
 
 
-def background_region(dist: np.ndarray, tol: float, min_hole: int, offset: np.ndarray | None = None) -> np.ndarray:
+def background_region(
+    dist: np.ndarray, tol: float, min_hole: int = 0, lab: np.ndarray | None = None, model: np.ndarray | None = None
+) -> np.ndarray:
     """Background pixels of one frame from its distance map ``dist`` (ΔE to the background model).
 
     The background is everything within ``tol`` that is connected to the frame border, plus pockets
     enclosed by the sprite: regions of at least ``min_hole`` px within ``3·tol`` (compression rings
-    harder in a small pocket) whose *mean* colour ``offset`` from the model (``[H,W,3]``) is within
-    ``tol/2``: noise and ringing average out over a pocket, while a key-like part of the character (a
+    harder in a small pocket) whose *mean* colour offset from the ``model`` (``lab - model``, both
+    ``[H,W,3]``) is within ``1.5·tol``: noise and ringing average out over a pocket, while a key-like part of the character (a
     pale visor on white, light shoes on grey) is offset the same way everywhere.  Smaller key-coloured
     islands (a highlight, white teeth on white) stay part of the character.  ``min_hole`` 0 (or no
-    ``offset``) means: no pockets.
+    ``lab``) means: no pockets.
     """
     n, labels = cv2.connectedComponents((dist <= tol).astype(np.uint8), connectivity=4)
     keep = np.zeros(n, bool)
@@ -317,13 +319,14 @@ def background_region(dist: np.ndarray, tol: float, min_hole: int, offset: np.nd
     keep[0] = False  # label 0 is the set farther than tol
     bg = keep[labels]
     box = sprite_box(~bg)
-    if min_hole > 0 and offset is not None and box is not None:
-        inner, d, off = bg[box], dist[box], offset[box]  # pockets lie inside the sprite's box
-        loose = (d <= 3.0 * tol) & ~inner
+    if min_hole > 0 and lab is not None and model is not None and box is not None:
+        inner = bg[box]  # pockets lie inside the sprite's box
+        loose = (dist[box] <= 3.0 * tol) & ~inner
         n, labels, stats, _ = cv2.connectedComponentsWithStats(loose.astype(np.uint8), connectivity=4)
         area = np.maximum(stats[:, cv2.CC_STAT_AREA], 1)
-        flat = labels.reshape(-1)
-        mean = np.stack([np.bincount(flat, weights=off[..., c].reshape(-1), minlength=n) for c in range(3)], -1)
+        flat = labels[loose]
+        off = lab[box][loose] - model[box][loose]
+        mean = np.stack([np.bincount(flat, weights=off[:, c], minlength=n) for c in range(3)], -1)
         pocket = (area >= min_hole) & (np.linalg.norm(mean / area[:, None], axis=-1) <= 1.5 * tol)
         pocket[0] = False
         inner |= pocket[labels]
@@ -377,9 +380,10 @@ def unmix(
     rim (soft, anti-aliased or upscaled edges) and weak pixels (within ``WEAK·tol`` of the key:
     compression and chroma bleed in narrow pockets), against the background model at that pixel,
     with ``F`` the mean of the nearby opaque pixels.  A pixel that is not on the line from the key
-    to ``F`` and is either deep inside or clearly off the key (``2·tol``) is a colour of its own
-    (skin or a white sleeve on white) and stays opaque.  Work stays inside the
-    sprite's box plus the filter reach.
+    to ``F`` is tried against the inner colour of its own part (a dark leg next to a red body); if
+    that does not explain it either and it lies deeper than the rim, it is a colour of its own (skin
+    or a white sleeve on white) and stays opaque.  Work stays inside the sprite's box plus the
+    filter reach.
     """
     h, w = fg.shape
     alpha = np.zeros((h, w), np.float32)
