@@ -257,6 +257,8 @@ def remove_background(
             ~bg, (2 * cleanup + 3) ** 2 if cleanup > 0 else 0, dist >= WEAK * tol
         )  # +2: the 3x3 Lab blur
         rgb[i], alpha[i] = unmix(frames[i], fg, dist, tol, model)
+        if cleanup > 0:  # unmixing can leave compression blocks next to the sprite more opaque than not
+            alpha[i][~remove_specks(alpha[i] >= 0.5, (2 * cleanup + 3) ** 2) & (alpha[i] >= 0.5)] = 0.0
         report(i + 1, t)
     steady_edges(alpha, lab, tol)
     return rgb, alpha, background
