@@ -270,8 +270,10 @@ def steady_edges(alpha: np.ndarray, lab: np.ndarray, tol: float, reach: int = 8)
     Where sprite and background stand still a pixel's colour repeats from frame to frame up to
     noise, and so should its alpha; unmixed per frame, fresh noise makes the edge flicker.  A frame
     only borrows from frames (up to ``reach`` away, which bounds the work on long clips) whose
-    blurred Lab colour at that pixel is within ``tol`` of its own, so a moving edge, whose colour
-    changes, keeps its own alpha.  Only pixels that are semi-transparent in some frame are touched.
+    blurred Lab colour at that pixel is within ``tol/2`` of its own, so a moving edge, whose colour
+    changes, keeps its own alpha (with the full ``tol`` a light sprite sliding 1 px per frame on a
+    light key borrowed enough to blur its edge).  Only pixels that are semi-transparent in some
+    frame are touched.
     """
     t = len(alpha)
     ys, xs = np.nonzero(((alpha > 0) & (alpha < 1)).any(axis=0))
@@ -280,7 +282,7 @@ def steady_edges(alpha: np.ndarray, lab: np.ndarray, tol: float, reach: int = 8)
     colour, own = lab[:, ys, xs], alpha[:, ys, xs]  # [T,N,3], [T,N]
     total, count = own.copy(), np.ones_like(own)
     for k in range(1, min(reach, t - 1) + 1):
-        same = (distance(colour[:-k], colour[k:]) <= tol).astype(np.float32)  # frame i vs frame i + k
+        same = (distance(colour[:-k], colour[k:]) <= 0.5 * tol).astype(np.float32)  # frame i vs frame i + k
         total[:-k] += same * own[k:]
         total[k:] += same * own[:-k]
         count[:-k] += same
