@@ -30,6 +30,8 @@ copy from the GPU costs less than that.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import cv2
@@ -41,6 +43,8 @@ from ...core.progress import ProgressFn, no_progress
 # Largest colour change (ΔE across the frame) of a background we still call "solid": a gentle
 # gradient or vignette, not a scene or a sky.
 MAX_GRADIENT = 30.0
+# Frames matted at once (threads: OpenCV and numpy release the GIL).
+WORKERS = min(4, os.cpu_count() or 1)
 # Pixels within WEAK x the tolerance may be background tinted by compression (chroma bleed).
 WEAK = 4.0
 
@@ -249,19 +253,35 @@ def remove_background(
         )
     rgb = np.empty_like(frames)
     alpha = np.empty((t, h, w), np.float32)
-    for i in range(t):
-        model = surface.render(coefs[i])
-        dist = distance(lab[i], model)
-        bg = background_region(dist, tol, min_hole, lab[i], model)
-        fg = remove_specks(
-            ~bg, (2 * cleanup + 3) ** 2 if cleanup > 0 else 0, dist >= WEAK * tol
-        )  # +2: the 3x3 Lab blur
-        rgb[i], alpha[i] = unmix(frames[i], fg, dist, tol, model)
-        if cleanup > 0:  # unmixing can leave compression blocks next to the sprite more opaque than not
-            alpha[i][~remove_specks(alpha[i] >= 0.5, (2 * cleanup + 3) ** 2) & (alpha[i] >= 0.5)] = 0.0
-        report(i + 1, t)
+    speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
+    with ThreadPoolExecutor(WORKERS) as pool:  # OpenCV and numpy release the GIL
+        jobs = [
+            pool.submit(matte_frame, frames[i], lab[i], surface.render(coefs[i]), tol, min_hole, speck)
+            for i in range(t)
+        ]
+        try:
+            for i, job in enumerate(jobs):
+                rgb[i], alpha[i] = job.result()
+                report(i + 1, t)
+        finally:
+            for job in jobs:
+                job.cancel()
     steady_edges(alpha, lab, tol)
     return rgb, alpha, background
+
+
+def matte_frame(
+    frame: np.ndarray, lab: np.ndarray, model: np.ndarray, tol: float, min_hole: int, speck: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(rgb, alpha)`` of one frame given its Lab, its background ``model`` and the clip's tolerance."""
+    dist = distance(lab, model)
+    bg = background_region(dist, tol, min_hole, lab, model)
+    fg = remove_specks(~bg, speck, dist >= WEAK * tol)
+    rgb, alpha = unmix(frame, fg, dist, tol, model)
+    if speck:  # unmixing can leave compression blocks next to the sprite more opaque than not
+        opaque = alpha >= 0.5
+        alpha[opaque & ~remove_specks(opaque, speck)] = 0.0
+    return rgb, alpha
 
 
 def steady_edges(alpha: np.ndarray, lab: np.ndarray, tol: float, reach: int = 8) -> None:
