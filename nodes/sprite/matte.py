@@ -266,7 +266,14 @@ def remove_background(
         finally:
             for job in jobs:
                 job.cancel()
-    steady_edges(alpha, lab, tol)
+    ys, xs = steady_edges(alpha, lab, tol)
+    for i in range(t):  # the despilled colour follows the steadied alpha
+        soft = (alpha[i, ys, xs] > 0) & (alpha[i, ys, xs] < 1)
+        py, px = ys[soft], xs[soft]
+        if not len(py):
+            continue
+        key = cv2.cvtColor((surface.basis(py, px) @ coefs[i]).reshape(-1, 1, 3), cv2.COLOR_Lab2RGB).reshape(-1, 3)
+        rgb[i, py, px] = despilled(frames[i, py, px], key, alpha[i, py, px])
     return rgb, alpha, background
 
 
@@ -284,8 +291,9 @@ def matte_frame(
     return rgb, alpha
 
 
-def steady_edges(alpha: np.ndarray, lab: np.ndarray, tol: float, reach: int = 8) -> None:
-    """Average, in place, each soft pixel's alpha over the frames in which it has the same colour.
+def steady_edges(alpha: np.ndarray, lab: np.ndarray, tol: float, reach: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """Average, in place, each soft pixel's alpha over the frames in which it has the same colour;
+    return the coordinates ``(ys, xs)`` of the pixels it touched.
 
     Where sprite and background stand still a pixel's colour repeats from frame to frame up to
     noise, and so should its alpha; unmixed per frame, fresh noise makes the edge flicker.  A frame
@@ -298,7 +306,7 @@ def steady_edges(alpha: np.ndarray, lab: np.ndarray, tol: float, reach: int = 8)
     t = len(alpha)
     ys, xs = np.nonzero(((alpha > 0) & (alpha < 1)).any(axis=0))
     if t < 2 or not len(ys):
-        return
+        return ys, xs
     colour, own = lab[:, ys, xs], alpha[:, ys, xs]  # [T,N,3], [T,N]
     total, count = own.copy(), np.ones_like(own)
     for k in range(1, min(reach, t - 1) + 1):
@@ -308,6 +316,7 @@ def steady_edges(alpha: np.ndarray, lab: np.ndarray, tol: float, reach: int = 8)
         count[:-k] += same
         count[k:] += same
     alpha[:, ys, xs] = total / count
+    return ys, xs
 
 
 def noise_tolerance(resid: np.ndarray, low: float) -> float:
@@ -447,8 +456,7 @@ def unmix(
         # Foreground too close to the key to unmix, or a colour of its own: known foreground.
         a = np.where((norm2 < 0.05**2) | own_colour, 1.0, proj).astype(np.float32)
         a[a < 0.05] = 0.0  # below noise: no semi-transparent dust around the sprite
-        safe = np.maximum(a, 0.05)[:, None]
-        unmixed = np.clip((c - (1.0 - safe) * key) / safe, 0.0, 1.0)
+        unmixed = despilled(c, key, a)
         alpha[ys + y0, xs + x0] = a
         rgb[ys + y0, xs + x0] = np.where(a[:, None] >= 1.0, c, np.where(a[:, None] > 0, unmixed, key))
     return rgb, alpha
@@ -476,6 +484,13 @@ def mix_line(c: np.ndarray, key: np.ndarray, fore: np.ndarray) -> tuple[np.ndarr
     return d, norm2, proj, distance(c, key + proj[:, None] * d)
 
 
+def despilled(colour: np.ndarray, key: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """``F`` of ``colour = a·F + (1 - a)·key``: the sprite's own colour under a soft pixel, clipped to 0..1
+    (``a`` is taken as at least 0.05, so near-transparent pixels do not blow noise up)."""
+    safe = np.maximum(alpha, 0.05)[..., None]
+    return np.clip((colour - (1.0 - safe) * key) / safe, 0.0, 1.0)
+
+
 def apply_mask(
     frames: np.ndarray, mask: np.ndarray, despill: bool = True, border: int = 4, low: float = 2.0
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -492,8 +507,7 @@ def apply_mask(
         key = np.median(pixels.reshape(-1, 3), axis=0).astype(np.float32)
         dist = np.linalg.norm(to_lab(pixels) - to_lab(key[None]), axis=-1)
         if float(np.mean(dist <= max(low, 8.0))) >= 0.8:
-            safe = np.maximum(alpha, 0.05)[..., None]
-            unmixed = np.clip((frames - (1.0 - safe) * key) / safe, 0.0, 1.0)
+            unmixed = despilled(frames, key, alpha)
             edge = ((alpha > 0) & (alpha < 1))[..., None]
             rgb = np.where(edge, unmixed, frames).astype(np.float32)
     return rgb, alpha
