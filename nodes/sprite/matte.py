@@ -15,14 +15,18 @@ therefore decides *where* the background is, not only *what colour* it is:
    say so (InputError) instead of keying out half a scene.
 3. **Background = connected to the frame border**: pixels within tolerance of the model that touch
    the border through other such pixels.  Pockets enclosed by the sprite (between arm and body,
-   between the legs) are background when they are at least ``min_hole`` px; smaller key-coloured
-   islands (white eyes on white, a grey buckle on grey) stay part of the character.  Opaque specks
-   smaller than ``(2·cleanup+3)²`` px are dropped.
+   between the legs) are background when they are at least ``min_hole`` px and their mean colour
+   is the key's; smaller key-coloured islands (white eyes on white, a grey buckle on grey) and
+   pale parts (light shoes on grey) stay part of the character.  Opaque specks smaller than
+   ``(2·cleanup+3)²`` px, and islands with no pixel clearly off the key, are dropped.
 4. **Unmix** the rim: an edge pixel is ``C = a·F + (1 - a)·B`` with ``B`` the background model
    there and ``F`` the mean of nearby interior pixels; ``a`` is the projection of ``C - B`` onto
    ``F - B`` and ``(C - (1 - a)·B)/a`` is the despilled colour.
+5. **Steady** the edges over time: a soft pixel's alpha is averaged over the frames in which the
+   pixel keeps its colour, so a still edge stops flickering under fresh noise while a moving edge
+   keeps its own alpha.
 
-Everything is vectorised numpy/OpenCV on the CPU.  kornia was considered (to keep a GPU clip on
+Everything is vectorised numpy/OpenCV on the CPU, frames on a few threads.  kornia was considered (to keep a GPU clip on
 the GPU) and dropped: the matte needs exact connected components and a distance transform, which
 OpenCV computes in one pass, while kornia's connected components iterate; at sprite sizes the
 copy from the GPU costs less than that.
@@ -219,23 +223,7 @@ def remove_background(
     t, h, w = frames.shape[:3]
     surface = Surface(h, w)
     lab = clip_lab(frames)
-    # Pass 1: a surface per frame from the border band (every other pixel of it); the tolerance
-    # from its residuals, pooled over the clip.
-    by, bx = np.nonzero(border_mask(h, w, border) & ((np.add.outer(np.arange(h), np.arange(w)) % 2) == 0))
-    edge = surface.basis(by, bx)
-    edge_px = lab[:, by, bx]
-    coefs = [fit_surface(edge, px, max(low, 1.0)) for px in edge_px]
-    tol = noise_tolerance(np.concatenate([distance(px, edge @ c) for px, c in zip(edge_px, coefs, strict=True)]), low)
-    # Pass 2: refit on everything pass 1 calls background (every 6th pixel in x and y: the surface
-    # is smooth), so a vignette's centre fits too.
-    coarse = surface.basis(*np.mgrid[0:h:6, 0:w:6])
-    for i in range(t):
-        small = lab[i, ::6, ::6]
-        sample = background_region(distance(small, coarse @ coefs[i]), tol)
-        if sample.sum() > 64:
-            coefs[i] = fit_surface(coarse[sample], small[sample], tol)
-    resid = np.concatenate([distance(px, edge @ c) for px, c in zip(edge_px, coefs, strict=True)])
-    tol = noise_tolerance(resid, low)
+    coefs, tol, resid = fit_backgrounds(lab, surface, border, low)
     fraction = float(np.mean(resid <= tol))
     corners = surface.basis(np.array([0, 0, h - 1, h - 1, h // 2]), np.array([0, w - 1, 0, w - 1, w // 2]))
     gradient = max(float(np.ptp(distance(corners @ c, corners[-1] @ c))) for c in coefs)
@@ -255,10 +243,7 @@ def remove_background(
     alpha = np.empty((t, h, w), np.float32)
     speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
     with ThreadPoolExecutor(WORKERS) as pool:  # OpenCV and numpy release the GIL
-        jobs = [
-            pool.submit(matte_frame, frames[i], lab[i], surface.render(coefs[i]), tol, min_hole, speck)
-            for i in range(t)
-        ]
+        jobs = [pool.submit(matte_frame, frames[i], lab[i], surface, coefs[i], tol, min_hole, speck) for i in range(t)]
         try:
             for i, job in enumerate(jobs):
                 rgb[i], alpha[i] = job.result()
@@ -272,15 +257,39 @@ def remove_background(
         py, px = ys[soft], xs[soft]
         if not len(py):
             continue
-        key = cv2.cvtColor((surface.basis(py, px) @ coefs[i]).reshape(-1, 1, 3), cv2.COLOR_Lab2RGB).reshape(-1, 3)
-        rgb[i, py, px] = despilled(frames[i, py, px], key, alpha[i, py, px])
+        behind = cv2.cvtColor((surface.basis(py, px) @ coefs[i]).reshape(-1, 1, 3), cv2.COLOR_Lab2RGB)
+        rgb[i, py, px] = despilled(frames[i, py, px], behind.reshape(-1, 3), alpha[i, py, px])
     return rgb, alpha, background
 
 
+def fit_backgrounds(lab: np.ndarray, surface: Surface, border: int, low: float) -> tuple[list, float, np.ndarray]:
+    """``(surface coefficients per frame, tolerance, border residuals)`` of a clip's Lab frames.
+
+    Pass 1 fits each frame's surface to the border band (every other pixel of it) and measures the
+    tolerance from the residuals, pooled over the clip.  Pass 2 refits on everything pass 1 calls
+    background (every 6th pixel in x and y: the surface is smooth), so a vignette's centre fits too.
+    """
+    h, w = surface.h, surface.w
+    by, bx = np.nonzero(border_mask(h, w, border) & ((np.add.outer(np.arange(h), np.arange(w)) % 2) == 0))
+    edge = surface.basis(by, bx)
+    edge_px = lab[:, by, bx]
+    coefs = [fit_surface(edge, px, max(low, 1.0)) for px in edge_px]
+    tol = noise_tolerance(np.concatenate([distance(px, edge @ c) for px, c in zip(edge_px, coefs, strict=True)]), low)
+    coarse = surface.basis(*np.mgrid[0:h:6, 0:w:6])
+    for i, frame in enumerate(lab):
+        small = frame[::6, ::6]
+        sample = background_region(distance(small, coarse @ coefs[i]), tol)
+        if sample.sum() > 64:
+            coefs[i] = fit_surface(coarse[sample], small[sample], tol)
+    resid = np.concatenate([distance(px, edge @ c) for px, c in zip(edge_px, coefs, strict=True)])
+    return coefs, noise_tolerance(resid, low), resid
+
+
 def matte_frame(
-    frame: np.ndarray, lab: np.ndarray, model: np.ndarray, tol: float, min_hole: int, speck: int
+    frame: np.ndarray, lab: np.ndarray, surface: Surface, coef: np.ndarray, tol: float, min_hole: int, speck: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(rgb, alpha)`` of one frame given its Lab, its background ``model`` and the clip's tolerance."""
+    """``(rgb, alpha)`` of one frame given its Lab, its background surface ``coef`` and the clip's tolerance."""
+    model = surface.render(coef)
     dist = distance(lab, model)
     bg = background_region(dist, tol, min_hole, lab, model)
     fg = remove_specks(~bg, speck, dist >= WEAK * tol)
