@@ -450,16 +450,16 @@ def unmix(
         fore, found = local_mean(crop, solid, window, ys, xs)
         near, near_found = local_mean(crop, inner, 2 * (rim // 2) + 3, ys, xs)
         fore = np.where(found[:, None], fore, np.where(near_found[:, None], near, c))
-        d, norm2, proj, miss = mix_line(c, key, fore)
+        norm2, proj, miss = mix_line(c, key, fore)
         to_key = distance(c, key)
         # A pixel the nearby opaque colour does not explain may lie on a thin part of another colour
         # (a dark leg next to a red body): try the inner colour of its own part.
         retry = np.flatnonzero((miss > 0.5 * to_key) & near_found & (depth[ys, xs] > 1.5))
         if len(retry):
-            d2, norm22, proj2, miss2 = mix_line(c[retry], key[retry], near[retry])
-            better = retry[miss2 < miss[retry]]
-            pick = miss2 < miss[retry]
-            d[better], norm2[better], proj[better], miss[better] = d2[pick], norm22[pick], proj2[pick], miss2[pick]
+            norm2_near, proj_near, miss_near = mix_line(c[retry], key[retry], near[retry])
+            pick = miss_near < miss[retry]
+            better = retry[pick]
+            norm2[better], proj[better], miss[better] = norm2_near[pick], proj_near[pick], miss_near[pick]
         off_line = miss > 0.5 * to_key
         own_colour = off_line & (depth[ys, xs] > rim)
         # Foreground too close to the key to unmix, or a colour of its own: known foreground.
@@ -481,8 +481,8 @@ def local_mean(
     return total / np.maximum(weight, 1e-6)[:, None], found
 
 
-def mix_line(c: np.ndarray, key: np.ndarray, fore: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``(F - B, |F - B|², alpha, miss)`` of pixels ``c`` seen as mixes of ``key`` and ``fore`` ([N,3] each).
+def mix_line(c: np.ndarray, key: np.ndarray, fore: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(|F - B|², alpha, miss)`` of pixels ``c`` seen as mixes of ``key`` and ``fore`` ([N,3] each).
 
     ``alpha`` is the projection of ``C - B`` onto ``F - B``, clipped to 0..1; ``miss`` the distance
     from ``C`` to that mix: how badly the pair explains the pixel.
@@ -490,7 +490,7 @@ def mix_line(c: np.ndarray, key: np.ndarray, fore: np.ndarray) -> tuple[np.ndarr
     d = fore - key
     norm2 = np.sum(d * d, axis=-1)
     proj = np.clip(np.sum((c - key) * d, axis=-1) / np.maximum(norm2, 1e-6), 0.0, 1.0)
-    return d, norm2, proj, distance(c, key + proj[:, None] * d)
+    return norm2, proj, distance(c, key + proj[:, None] * d)
 
 
 def despilled(colour: np.ndarray, key: np.ndarray, alpha: np.ndarray) -> np.ndarray:
