@@ -139,3 +139,14 @@ def test_hard_edged_sprite_has_no_soft_pixels_and_keys_exactly():
     expected[20:40, 20:40] = 1.0
     np.testing.assert_array_equal(alpha, np.broadcast_to(expected, alpha.shape))
     np.testing.assert_array_equal(rgb[:, 20:40, 20:40], frames[:, 20:40, 20:40])
+
+
+def test_one_pixel_line_stays_one_pixel_wide():
+    """A line too thin to have an inside (a 1-px sword): the 3x3 Lab blur spreads it over its
+    neighbours, which must unmix to transparent instead of counting as opaque."""
+    frames = np.full((2, 64, 64, 3), 0.5, np.float32)
+    frames[:, 10:50, 30] = (1.0, 0.0, 0.0)
+    _, alpha, _ = matte.remove_background(frames)
+    expected = np.zeros((64, 64), np.float32)
+    expected[10:50, 30] = 1.0
+    np.testing.assert_array_equal(alpha, np.broadcast_to(expected, alpha.shape))

@@ -187,10 +187,12 @@ def fit_surface(basis: np.ndarray, values: np.ndarray, floor: float, rounds: int
     """Least-squares coefficients ``[6,C]`` of ``values [N,C]``, refitted without outliers.
 
     Outliers (sprite pixels touching the border, compression blocks) are those farther than
-    3x the median residual (at least ``floor``) from the previous fit.
+    3x the median residual (at least ``floor``) from the previous fit.  Too few points for a
+    quadratic (a frame a few px wide): a flat surface at their median.
     """
     keep = np.ones(len(values), bool)
     coef = np.zeros((basis.shape[1], values.shape[1]), np.float32)
+    coef[0] = np.median(values, axis=0)  # basis[:, 0] is the constant 1
     for _ in range(rounds + 1):
         if keep.sum() < basis.shape[1] * 4:
             break
@@ -449,7 +451,9 @@ def unmix(
         inner = ((depth > rim / 2) & ~weak_c).astype(np.float32)
         fore, found = local_mean(crop, solid, window, ys, xs)
         near, near_found = local_mean(crop, inner, 2 * (rim // 2) + 3, ys, xs)
-        fore = np.where(found[:, None], fore, np.where(near_found[:, None], near, c))
+        fore = np.where(
+            found[:, None], fore, np.where(near_found[:, None], near, strongest_neighbour(crop, ys, xs, key))
+        )
         norm2, proj, miss = mix_line(c, key, fore)
         to_key = distance(c, key)
         # A pixel the nearby opaque colour does not explain may lie on a thin part of another colour
@@ -479,6 +483,16 @@ def local_mean(
     total = cv2.boxFilter(image * source[..., None], -1, (window, window), normalize=False)[ys, xs]
     found = weight > 0
     return total / np.maximum(weight, 1e-6)[:, None], found
+
+
+def strongest_neighbour(image: np.ndarray, ys: np.ndarray, xs: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """The colour farthest from ``key`` in each point's 3x3 neighbourhood: ``F`` for a line too thin
+    to have an inside (a 1-px sword), whose blurred-in neighbours would otherwise count as opaque."""
+    h, w = image.shape[:2]
+    dy, dx = np.mgrid[-1:2, -1:2].reshape(2, -1)
+    cand = image[np.clip(ys[:, None] + dy, 0, h - 1), np.clip(xs[:, None] + dx, 0, w - 1)]  # [N,9,3]
+    far = np.argmax(np.sum((cand - key[:, None]) ** 2, axis=-1), axis=1)
+    return cand[np.arange(len(ys)), far]
 
 
 def mix_line(c: np.ndarray, key: np.ndarray, fore: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
