@@ -150,3 +150,12 @@ def test_one_pixel_line_stays_one_pixel_wide():
     expected = np.zeros((64, 64), np.float32)
     expected[10:50, 30] = 1.0
     np.testing.assert_array_equal(alpha, np.broadcast_to(expected, alpha.shape))
+
+
+def test_frames_a_few_pixels_wide_key_a_flat_background():
+    """Too few border pixels for a quadratic surface (it used to call a plain 5x7 grey not solid)."""
+    frames = np.full((2, 5, 7, 3), 0.5, np.float32)
+    frames[:, 2, 3] = (1.0, 0.0, 0.0)
+    _, alpha, background = matte.remove_background(frames, cleanup=0)
+    np.testing.assert_allclose(background.rgb, 0.5, atol=1 / 255)
+    assert alpha[:, 2, 3].tolist() == [1.0, 1.0] and alpha.sum() == 2.0
