@@ -170,11 +170,22 @@ def sample_dynamicrafter(
     )  # fmt: skip
 
 
-def decode_dynamicrafter(model: DynamiCrafterModel, latents: torch.Tensor, chunk: int = 1) -> torch.Tensor:
-    """Latents ``[B,4,T,h,w]`` -> IMAGE ``[B*T, 8h, 8w, 3]`` float32 0..1, decoded ``chunk`` frames at a time."""
+def decode_dynamicrafter(
+    model: DynamiCrafterModel,
+    latents: torch.Tensor,
+    chunk: int = 1,
+    keyframes: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> torch.Tensor:
+    """Latents ``[B,4,T,h,w]`` -> IMAGE ``[B*T, 8h, 8w, 3]`` float32 0..1.
+
+    DynamiCrafter / Run: decoded ``chunk`` frames at a time.  ToonCrafter (``model.dual_reference_vae``): its
+    decoder reads the keyframes back, so ``keyframes`` = (first, last) IMAGEs ``[B or 1, 8h, 8w, 3]`` 0..1 (the
+    images given to :func:`dynamicrafter_conditioning`) is required; it decodes up to 16 frames together and
+    re-decodes the two middle frames as the released ToonCrafter scripts (``chunk`` does not apply).
+    """
     from .nodes.dynamicrafter.model import decode
 
-    return decode(model, latents, chunk=chunk)
+    return decode(model, latents, chunk=chunk, keyframes=keyframes)
 
 
 # ----------------------------------------------------------------------------- LoRA training for VC2
@@ -269,21 +280,34 @@ def stabilise(
     sigma: float = 2.0,
     padding: int = 2,
     progress: ProgressFn | None = None,
+    pose_keypoint: Any | None = None,
 ) -> tuple[Any, Any, list[tuple[int, int]]]:
     """Anchor every frame at its pivot and crop all frames to one fixed canvas.
 
-    ``anchor``: ``feet`` (x from the body: head/torso/hips matched across frames, not the feet,
+    ``anchor``: ``feet`` (x from the body: torso and hip bands matched across frames, not the feet,
     which alternate in a walk; y from the ground line of the frames in contact), ``centroid`` or
     ``bbox_center``.  ``mode``: ``lock`` (pivot at one canvas pixel in every
     frame: in-place cycles, or a walk with its root motion taken out), ``smooth`` (Gaussian-smoothed track with ``sigma`` frames, keeps
     slow motion, removes jitter) or ``none`` (only the common canvas).  Shifts are whole pixels.
+    ``pose_keypoint`` (the POSE_KEYPOINT list the clip was rendered from, one per frame) makes
+    the pivot's x the rig root (mid-hip, scaled from the pose canvas to the frame size); frames
+    with hidden hips fall back to the body estimate.
     Returns ``(rgb, alpha, offsets)`` with ``offsets[t] = (dx, dy)``: input pixel ``(x, y)`` of
     frame ``t`` is at ``(x + dx, y + dy)`` on the canvas.
     """
     from .nodes.sprite import pipeline
     from .nodes.sprite.frames import to_tensor
 
-    result = pipeline.stabilise(rgb, alpha, anchor=anchor, mode=mode, sigma=sigma, padding=padding, progress=progress)
+    result = pipeline.stabilise(
+        rgb,
+        alpha,
+        anchor=anchor,
+        mode=mode,
+        sigma=sigma,
+        padding=padding,
+        progress=progress,
+        pose_keypoint=pose_keypoint,
+    )
     offsets = [(int(dx), int(dy)) for dx, dy in result.offsets]
     return to_tensor(result.rgb), to_tensor(result.alpha), offsets
 
@@ -301,6 +325,7 @@ def sprite_sheet(
     merge_holds: bool = False,
     name: str = "sprite",
     image: str = "sprite.png",
+    root_motion: Any | None = None,
 ) -> tuple[Any, dict]:
     """Pack frames on one sheet: ``(sheet_rgba [1,H,W,4] float tensor, atlas)``.
 
@@ -309,13 +334,26 @@ def sprite_sheet(
     ``meta = {image, size: {w,h}, ...}``.  ``layout`` is ``grid`` (``columns`` per row, default
     near-square) or ``packed`` (trimmed, shelf-packed).  Durations are ``1000 / fps`` ms or
     ``durations_ms``; ``merge_holds`` merges identical consecutive frames into longer durations.
+    ``root_motion`` (Stabilise's offsets_json, text or dict) adds ``root: {x, y}`` to every frame:
+    the travel taken out, in sheet pixels from the first frame, to add to the sprite's position.
     """
     from .nodes.sprite import pipeline
     from .nodes.sprite.frames import to_tensor
     from .nodes.sprite.sheet import texturepacker
 
     built = pipeline.build_sheet(
-        rgb, alpha, columns, layout, padding, extrude, power_of_two, fps, durations_ms, merge_holds, name
+        rgb,
+        alpha,
+        columns,
+        layout,
+        padding,
+        extrude,
+        power_of_two,
+        fps,
+        durations_ms,
+        merge_holds,
+        name,
+        root_motion=root_motion,
     )
     return to_tensor(built.rgba[None].astype("float32") / 255.0), texturepacker(built, image)
 
@@ -458,20 +496,21 @@ def key_poses(
     *,
     pose: Any | None = None,
     breakdowns: bool = False,
+    loop: bool = False,
     progress: ProgressFn | None = None,
 ) -> list[int]:
-    """Key poses of a clip as sorted frame indices, first and last frame included.
+    """Key poses of a clip as sorted frame indices, first and last frame included (unless ``loop``).
 
     Keys are holds (the frame a still pose is reached), motion minima (a swing's extremes), sharp
     direction changes and contacts, found from optical flow, the sprite's ``alpha`` ([T,H,W], or the
     4th channel of ``frames``) and optionally the rig's joints (``pose``: POSE_KEYPOINT, one entry per
     frame).  Steady motion yields no key.  ``max_keys`` keeps the strongest; ``breakdowns`` adds
-    the fastest frame between each two keys.  :func:`key_pose_report` gives the reasons.
+    the fastest frame between each two keys.  ``loop=True`` reads the clip as a cycle (its first
+    frame follows its last, e.g. a walk): the seam is searched too and no end is forced (frame 0 when
+    nothing else is a key).  :func:`key_pose_report` gives the reasons.
     """
-    return sorted(
-        k["frame"]
-        for k in key_pose_report(frames, alpha, max_keys, pose=pose, breakdowns=breakdowns, progress=progress)
-    )
+    report = key_pose_report(frames, alpha, max_keys, pose=pose, breakdowns=breakdowns, loop=loop, progress=progress)
+    return sorted(k["frame"] for k in report)
 
 
 def key_pose_report(
@@ -481,13 +520,14 @@ def key_pose_report(
     *,
     pose: Any | None = None,
     breakdowns: bool = False,
+    loop: bool = False,
     progress: ProgressFn | None = None,
 ) -> list[dict[str, Any]]:
     """The keys of :func:`key_poses` ranked strongest first: ``{"frame", "score", "reason"}`` each."""
     from .nodes.timing.clip_motion import measure
     from .nodes.timing.keyposes import find_key_poses
 
-    ranked = find_key_poses(measure(frames, alpha, pose, progress), max_keys, breakdowns)
+    ranked = find_key_poses(measure(frames, alpha, pose, progress, loop), max_keys, breakdowns)
     return [{"frame": k.frame, "score": k.score, "reason": k.reason} for k in ranked]
 
 
@@ -503,6 +543,7 @@ def time_animation(
     overshoot: float = 0.0,
     inbetween: str = "flow",
     pose: Any | None = None,
+    loop: bool = False,
     progress: ProgressFn | None = None,
 ) -> tuple[Any, list[int]]:
     """Rebuild a clip from its ``keys`` with a timing chart: ``(out_frames, durations)``.
@@ -513,7 +554,9 @@ def time_animation(
     quadratic; see ``docs/timing.md``), optionally with ``anticipation``/``overshoot``.  In-betweens
     are source frames where one sits at the wanted place, else warped along the optical flow
     (``inbetween="flow"``) or the nearest source frame (``"nearest"``).  The first and last frame
-    always act as keys.  ``out_frames`` is a float32 IMAGE tensor with the input's channels (RGBA in,
+    always act as keys, unless ``loop=True``: then the clip is a cycle (its first frame follows its
+    last), the segment from the last key back to the first is timed like the others, and the output
+    starts at the first key and loops without repeating it.  ``out_frames`` is a float32 IMAGE tensor with the input's channels (RGBA in,
     RGBA out; with ``alpha`` given, ``[T,H,W,4]``); every key frame appears in it unchanged and in
     order.  ``durations`` holds one integer per output frame in source-frame units.
     """
@@ -523,7 +566,7 @@ def time_animation(
     from .nodes.timing.clip_motion import measure
     from .nodes.timing.retime import retime
 
-    motion = measure(frames, alpha, pose, progress)
+    motion = measure(frames, alpha, pose, progress, loop)
     result = retime(frames, alpha, motion, list(keys), on, hold, spacing, anticipation, overshoot, inbetween, progress)
     out = result.rgb if result.alpha is None else np.concatenate([result.rgb, result.alpha[..., None]], axis=-1)
     return torch.from_numpy(np.ascontiguousarray(out, np.float32)), list(result.durations)

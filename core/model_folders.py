@@ -118,7 +118,7 @@ MODEL_FOLDERS: dict[str, ModelFolder] = {
                 ExpectedFile(
                     "ToonCrafter/model.ckpt",
                     "huggingface.co/Doubiiu/ToonCrafter (file model.ckpt)",
-                    "cartoon inbetweening (sampling; its dual-reference decoder is not implemented yet)",
+                    "cartoon inbetweening: two keyframes in, 16 frames out (dual-reference decoder), 320x512",
                     url="https://huggingface.co/Doubiiu/ToonCrafter/resolve/main/model.ckpt",
                 ),
             ),

@@ -404,17 +404,28 @@ def _note_size(text: str) -> list[int]:
     return [NOTE_W, TITLE_H + 20 + 19 * lines]
 
 
+def _stacks(members: list[str], grows: set[str]) -> list[list[str]]:
+    """A column's nodes as stacks side by side.  A node that grows after a run (an output node showing its
+    images, whose height depends on what it made) stands at the bottom of its stack, one per stack, so it
+    grows into free space instead of over the node below it."""
+    fixed = [m for m in members if m not in grows]
+    growing = [m for m in members if m in grows]
+    return [fixed + growing[:1], *([m] for m in growing[1:])]
+
+
 def _layout(
     prompt: Mapping[str, Mapping[str, Any]],
     depth: Mapping[str, int],
     sizes: Mapping[str, list[int]],
     left: int,
+    grows: set[str],
 ) -> tuple[dict[str, list[int]], list[dict[str, Any]]]:
     """Positions for every node and one group box per stage.
 
     Stages are blocks laid out left to right by their first dependency depth; inside a block nodes
-    stand in columns by depth, stacked top to bottom.  Nodes without a stage form one block per
-    depth.  Blocks never share x ranges, so nodes and groups cannot overlap.
+    stand in columns by depth, stacked top to bottom (see :func:`_stacks` for the nodes in ``grows``).
+    Nodes without a stage form one block per depth.  Blocks never share x ranges, so nodes and
+    groups cannot overlap.
     """
     blocks: dict[tuple[int, str], list[str]] = {}
     first_depth: dict[str, int] = {}
@@ -436,13 +447,13 @@ def _layout(
         cx = x + pad
         bottom = 0
         for column in columns:
-            cy = top + pad
-            in_column = [m for m in members if depth[m] == column]
-            for member in in_column:
-                positions[member] = [cx, cy]
-                cy += sizes[member][1] + GAP_Y + 20
-            bottom = max(bottom, cy - GAP_Y - 20)
-            cx += max(sizes[m][0] for m in in_column) + GAP_X
+            for stack in _stacks([m for m in members if depth[m] == column], grows):
+                cy = top + pad
+                for member in stack:
+                    positions[member] = [cx, cy]
+                    cy += sizes[member][1] + GAP_Y + 20
+                bottom = max(bottom, cy - GAP_Y - 20)
+                cx += max(sizes[m][0] for m in stack) + GAP_X
         right = cx - GAP_X + pad
         if stage:
             groups.append(
@@ -538,7 +549,8 @@ def api_to_ui(
             node["title"] = title
         nodes.append(node)
     left = NOTE_W + GAP_X if note else 0
-    positions, groups = _layout(prompt, depth, sizes, left)
+    grows = {k for k, entry in prompt.items() if definitions[entry["class_type"]].get("output_node")}
+    positions, groups = _layout(prompt, depth, sizes, left, grows)
     for node in nodes:
         node["pos"] = positions[str(node["id"])]
         definition = definitions[node["type"]]

@@ -10,6 +10,7 @@ import torch
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "dynamicrafter"
 TINY_WEIGHTS = FIXTURES / "dc_tiny.safetensors"
 PARITY = FIXTURES / "dc_parity.safetensors"
+TOON_VAE = FIXTURES / "tc_vae_tiny.safetensors"
 
 
 def fixture_meta() -> dict[str, dict]:
@@ -38,4 +39,14 @@ def tiny_full_checkpoint() -> dict[str, torch.Tensor]:
 
     sd = dict(load_file(TINY_WEIGHTS))
     sd.update({k: v for k, v in vc2_tiny().items() if k.startswith(("cond_stage_model.", "first_stage_model."))})
+    return sd
+
+
+def tiny_tooncrafter_checkpoint() -> dict[str, torch.Tensor]:
+    """:func:`tiny_full_checkpoint` with the ToonCrafter parity fixture's VAE (``AutoencoderKL_Dualref``, made by
+    the original code): a complete tiny ToonCrafter in the original layout."""
+    from safetensors.torch import load_file
+
+    sd = {k: v for k, v in tiny_full_checkpoint().items() if not k.startswith("first_stage_model.")}
+    sd.update(load_file(TOON_VAE))
     return sd

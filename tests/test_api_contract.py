@@ -69,7 +69,7 @@ CONTRACT = {
         ("seed", None),
         ("noise", None),
     ],
-    "decode_dynamicrafter": [("model", EMPTY), ("latents", EMPTY), ("chunk", 1)],
+    "decode_dynamicrafter": [("model", EMPTY), ("latents", EMPTY), ("chunk", 1), ("keyframes", None)],
 }
 
 

@@ -60,3 +60,19 @@ def test_unet_only_mapping_cannot_condition_on_an_image():
     model = api.load_dynamicrafter(weights, config={**meta["unet"], **meta["resampler"]})
     with pytest.raises(ModelFileError, match="no VAE"):
         api.dynamicrafter_conditioning(model, torch.rand(1, 16, 24, 3))
+
+
+def test_tooncrafter_inbetweening_decodes_with_its_keyframes():
+    from dynamicrafter_helpers import tiny_tooncrafter_checkpoint
+    from gameanim.core.errors import InputError
+
+    meta = fixture_meta()
+    toon = api.load_dynamicrafter(tiny_tooncrafter_checkpoint(), config={**meta["unet"], **meta["resampler"]})
+    assert toon.dual_reference_vae
+    first, last = torch.rand(1, 16, 24, 3), torch.rand(1, 16, 24, 3)
+    cond = api.dynamicrafter_conditioning(toon, first, frames=3, end_image=last, cfg=1.0)
+    latents = api.sample_dynamicrafter(toon, cond.context, None, cond.latents, steps=2, cfg=1.0, fs=10, seed=3)
+    frames = api.decode_dynamicrafter(toon, latents, keyframes=(first, last))
+    assert frames.shape == (3, 16, 24, 3) and 0 <= float(frames.min()) and float(frames.max()) <= 1
+    with pytest.raises(InputError, match="keyframes"):
+        api.decode_dynamicrafter(toon, latents)

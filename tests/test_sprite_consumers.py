@@ -233,3 +233,42 @@ def test_godot3_plays_each_animation_of_an_action_set(tmp_path, monkeypatch):
         assert [r[:4] for r in got[name]["regions"]] == rects, name
         assert got[name]["speed"] == {"run": 10, "jump": 8, "idle": 5}[name]
         assert got[name]["loop"]
+
+
+def travelling_sheet(directory: Path) -> dict:
+    """A clip walking 5 px per frame, stabilised in place (lock), saved with its root motion; the atlas."""
+    from gameanim.nodes.sprite import comfy_nodes
+
+    frames, alpha, _ = synth.clip(t=6, h=112, w=140, positions=[(40 + 5 * i, 80) for i in range(6)])
+    image, mask, info = comfy_nodes.GameAnimSpriteStabilise().run(
+        torch.from_numpy(frames), "bbox_center", "lock", 2.0, 2, mask=torch.from_numpy(alpha)
+    )
+    paths = api.save_sprite_sheet(
+        image,
+        mask,
+        directory,
+        "sheet",
+        formats=("texturepacker_hash", "aseprite_hash", "godot3"),
+        durations_ms=[100, 100, 200, 100, 100, 100],
+        root_motion=info,
+    )
+    return json.loads(paths[1].read_text())
+
+
+def test_phaser_moves_the_sprite_by_the_root_motion(tmp_path):
+    atlas = travelling_sheet(tmp_path)
+    roots = [[entry["root"]["x"], entry["root"]["y"]] for entry in atlas["frames"].values()]
+    # The steady travel Stabilise measured (4.91 px/frame from the box of the anti-aliased synthetic sprite).
+    np.testing.assert_allclose(roots, [[5 * i, 0] for i in range(6)], atol=0.5)
+    result = run_phaser(tmp_path)
+    # Phaser keeps the extra frame key in frame.customData; the page moves a sprite by it per frame.
+    assert list(result["moved"]) == ["sheet"]
+    np.testing.assert_allclose(result["moved"]["sheet"], roots, atol=1e-6)
+
+
+def test_godot3_reads_the_root_motion(tmp_path):
+    atlas = travelling_sheet(tmp_path)
+    roots = [[entry["root"]["x"], entry["root"]["y"]] for entry in atlas["frames"].values()]
+    result = run_godot3(tmp_path)
+    # One point per frame entry of the animation: the 200 ms frame is listed twice in Godot 3.
+    assert result["root_motion"] == {"sheet": [roots[i] for i in (0, 1, 2, 2, 3, 4, 5)]}

@@ -72,15 +72,17 @@ def test_moving_edges_keep_their_own_alpha():
     assert np.abs(alpha - truths)[edge].mean() <= np.abs(single - truths)[edge].mean() + 0.002
 
 
+@pytest.mark.parametrize("key, generated", [("black", False), ("white", True)], ids=["black", "white_generated"])
 @pytest.mark.parametrize("character", list(real.CHARACTERS))
-def test_stabilised_walk_keeps_head_and_feet_where_the_artist_drew_them(character):
+def test_stabilised_walk_keeps_head_and_feet_where_the_artist_drew_them(character, key, generated):
+    # Measured head-span differences: black 0.03-1.02 px, white with gradient/noise/JPEG 0.01-1.40 px.
     _, source, _ = real.composite(character, real.KEYS["black"])
-    frames, truth, planted = real.composite(character, real.KEYS["black"], jitter=4, seed=3)
+    frames, truth, planted = real.composite(character, real.KEYS[key], jitter=4, seed=3, generated=generated)
     assert np.ptp(planted, axis=0).min() >= 4  # the jitter is really there
     _, alpha, _ = matte.remove_background(frames)
     result = anchor.stabilise(frames, alpha)
     # Head sway as drawn (not frozen, not swinging), feet line as drawn.
-    assert abs(np.ptp(anchor.head_x(result.alpha)) - np.ptp(anchor.head_x(source))) <= 2.5
+    assert abs(np.ptp(anchor.head_x(result.alpha)) - np.ptp(anchor.head_x(source))) <= 2
     assert abs(np.ptp(anchor.ground_y(result.alpha)) - np.ptp(anchor.ground_y(source))) <= 2
     # Planted jitter removed: the offsets undo it up to one common shift (within 1 px).
     undone = result.offsets + planted

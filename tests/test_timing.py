@@ -220,6 +220,17 @@ def test_real_walk_cycle_keys_are_the_down_positions():
         assert any(torch.equal(o, frames[key]) for o in out)
 
 
+def test_real_walk_cycle_as_a_loop_keys_both_down_positions_and_keeps_its_length():
+    rgb, alpha = _kenney_walk(cycles=1)
+    cycle = _rgba(rgb[:8], alpha[:8])  # frames 0..7: frame 0 follows frame 7
+    report = api.key_pose_report(cycle, loop=True)
+    # Around the loop both down positions are contacts, frame 1 included (beside the forced first frame otherwise)
+    assert sorted(r["frame"] for r in report) == [1, 5] and all(r["reason"] == "contact" for r in report)
+    out, durations = api.time_animation(cycle, [1, 5], on=2, hold=2, loop=True)
+    # key 1, one in-between, key 5, one in-between across the seam: no end keys added, the cycle's 8 frames kept
+    assert durations == [2, 2, 2, 2] and torch.equal(out[0], cycle[1]) and torch.equal(out[2], cycle[5])
+
+
 def test_run_cycle_rig_contacts_from_pose_keypoints():
     images, keypoints = api.pose_from_bvh(ROOT / "nodes" / "pose" / "motions" / "run_cycle.bvh", width=128, height=128)
     report = api.key_pose_report(images, pose=keypoints)

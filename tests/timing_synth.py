@@ -96,3 +96,14 @@ def pendulum(frames: int = 33, period: float = 16.0, amplitude: float = 40.0):
     angles = [amplitude * math.cos(2 * math.pi * i / period) for i in range(frames)]
     extremes = [i for i in range(1, frames - 1) if i % (period / 2) == 0]
     return angles, extremes
+
+
+def swing_cycle(frames: int = 24, phase: int = 0, amplitude: float = 50.0):
+    """One cycle of a side-to-side swing (``x = 80 + A·cos``) whose first frame follows its last.
+
+    Returns the positions and the frames of the two extremes (``-phase`` and ``frames/2 - phase``,
+    modulo ``frames``); with ``phase`` 0 one extreme sits exactly on the seam.
+    """
+    xs = [80.0 + amplitude * math.cos(2 * math.pi * (i + phase) / frames) for i in range(frames)]
+    extremes = sorted({(-phase) % frames, (frames // 2 - phase) % frames})
+    return [(x, 48.0) for x in xs], extremes

@@ -11,6 +11,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from ...core import host
 from ...core.errors import ModelFileError, NumericalError
 from ...core.preview import animation_preview
@@ -29,6 +31,7 @@ PART_ROLES = {
 FOLDERS = ("dynamicrafter", "checkpoints")
 CATEGORY = category("DynamiCrafter")
 PREVIEW_FPS = 8.0
+KEYFRAMES = "keyframes"  # LATENT key: the fitted first and last keyframes [2,H,W,3] of an Inbetween clip
 
 
 @dataclass
@@ -140,7 +143,10 @@ def _animate(
             progress=reporter,
             preview=reporter.preview,
         )
-    return {"samples": latents.cpu(), "fps": PREVIEW_FPS}
+    result = {"samples": latents.cpu(), "fps": PREVIEW_FPS}
+    if end is not None:  # ToonCrafter's decoder reads the keyframes back (DynamiCrafter Decode)
+        result[KEYFRAMES] = torch.cat([image, end]).cpu()
+    return result
 
 
 class DynamiCrafterAnimate:
@@ -186,7 +192,10 @@ class DynamiCrafterInbetween:
     FUNCTION = "run"
     RETURN_TYPES = ("LATENT",)
     RETURN_NAMES = ("latent",)
-    OUTPUT_TOOLTIPS = ("5-D latent {'samples': [1,4,T,H/8,W/8]} whose first and last frames are the keyframes.",)
+    OUTPUT_TOOLTIPS = (
+        "5-D latent {'samples': [1,4,T,H/8,W/8]} whose first and last frames are the keyframes; it also carries "
+        "the two keyframe pictures for ToonCrafter's decoder.",
+    )
 
     @classmethod
     def INPUT_TYPES(cls) -> dict[str, Any]:
@@ -213,7 +222,11 @@ class DynamiCrafterInbetween:
 
 
 class DynamiCrafterDecode:
-    DESCRIPTION = "Decode a DynamiCrafter latent to frames with the checkpoint's VAE, a few frames per call."
+    DESCRIPTION = (
+        "Decode a DynamiCrafter latent to frames with the checkpoint's VAE. DynamiCrafter / Run decode a few frames "
+        "per call; ToonCrafter's dual-reference decoder reads the two keyframes back for detail (carried by the "
+        "Inbetween latent, or given here) and decodes up to 16 frames together, as the original."
+    )
     CATEGORY = CATEGORY
     FUNCTION = "decode"
     RETURN_TYPES = ("IMAGE",)
@@ -226,20 +239,47 @@ class DynamiCrafterDecode:
             "required": {
                 "dc_model": field(MODEL_TYPE, "The loaded model (its VAE is used)."),
                 "latent": field("LATENT", "The 5-D latent from DynamiCrafter Animate or Inbetween."),
-                "chunk": field("INT", "Frames decoded per VAE call: 1 uses least memory.", default=1, min=1, max=64),
-            }
+                "chunk": field(
+                    "INT",
+                    "Frames decoded per VAE call: 1 uses least memory. ToonCrafter ignores it (16 frames together).",
+                    default=1,
+                    min=1,
+                    max=64,
+                ),
+            },
+            "optional": {
+                "first_keyframe": field(
+                    "IMAGE", "ToonCrafter only: the first keyframe, when the latent does not carry it (fitted to size)."
+                ),
+                "last_keyframe": field(
+                    "IMAGE", "ToonCrafter only: the last keyframe, when the latent does not carry it (fitted to size)."
+                ),
+            },
         }
 
-    def decode(self, dc_model: LoadedDynamiCrafter, latent: dict[str, Any], chunk: int) -> dict[str, Any]:
-        from .model import decode
+    def decode(
+        self,
+        dc_model: LoadedDynamiCrafter,
+        latent: dict[str, Any],
+        chunk: int,
+        first_keyframe: Any | None = None,
+        last_keyframe: Any | None = None,
+    ) -> dict[str, Any]:
+        from .model import decode, fit_image
 
         samples = latent["samples"]
         vae = dc_model.model.vae
         if vae is None:
             raise ModelFileError(f"{dc_model.name} has no VAE weights: load the full model.ckpt to decode.")
+        keyframes = None
+        if first_keyframe is not None and last_keyframe is not None:
+            size = (samples.shape[-2] * 8, samples.shape[-1] * 8)
+            keyframes = (fit_image(first_keyframe[:1], *size), fit_image(last_keyframe[:1], *size))
+        elif latent.get(KEYFRAMES) is not None:
+            keyframes = (latent[KEYFRAMES][:1], latent[KEYFRAMES][1:2])
         total = (samples.shape[0] * samples.shape[2] + chunk - 1) // chunk
         with _on_device(dc_model, "vae"):
-            frames = decode(dc_model.model, samples, chunk=chunk, progress=host.progress(total))
+            frames = decode(dc_model.model, samples, chunk=chunk, progress=host.progress(total), keyframes=keyframes)
         return {"ui": animation_preview(frames, latent.get("fps", PREVIEW_FPS)), "result": (frames,)}
 
 

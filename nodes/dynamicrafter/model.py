@@ -13,6 +13,9 @@ Conditioning (``scripts/evaluation/inference.py::image_guided_synthesis``):
   frames 0 and T-1, zeros between; the image tokens come from the first keyframe.
 * unconditional branch for CFG: the empty prompt and the image tokens of an all-zero (mid-grey) image,
   with the same conditioning latents.
+
+:func:`decode` uses the per-frame LDM decoder, or for ToonCrafter the dual-reference decoder of
+:mod:`.dualref_vae`, which needs the two keyframe pictures again.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from ..vc2.schedule import Schedule
 from ..vc2.text_encoder import OpenCLIPPenultimate, build_text_encoder
 from ..vc2.vae import build_vae, decode_latents, encode_frames
 from .checkpoint import read_dynamicrafter
+from .dualref_vae import build_dual_reference_vae, decode_dual_reference
 from .image_encoder import ImageTokens, build_image_encoder
 from .resampler import NAMES as RESAMPLER_NAMES
 from .resampler import build_resampler
@@ -43,8 +47,6 @@ DEFAULT_FRAMES, DEFAULT_HEIGHT, DEFAULT_WIDTH = 16, 320, 512
 # the released 512 models' sampling settings (scripts/run.sh of DynamiCrafter and ToonCrafter)
 DEFAULTS = {"steps": 50, "cfg": 7.5, "eta": 1.0, "guidance_rescale": 0.7, "spacing": "uniform_trailing"}
 DEFAULT_FS = {"image": 24, "interpolate": 10}
-# ToonCrafter's VideoDecoder adds these to the LDM decoder: keyframe cross-attention and temporal mixing
-DUAL_REFERENCE_PARTS = ("attn_refinement.", "time_stack.", "mix_factor", "time_mix_conv.")
 
 
 @dataclass
@@ -123,19 +125,15 @@ def load_model(
         schedule=schedule_from_buffers(parts.buffers),
         image_encoder=build_image_encoder(parts.image_encoder) if encoders and parts.image_encoder else None,
         text_encoder=build_text_encoder(parts.text) if encoders and parts.text else None,
-        vae=build_vae(_plain_vae(parts.vae), torch_dtype) if vae and parts.vae else None,
+        vae=_build_vae(parts.vae, parts.dual_reference_vae, torch_dtype) if vae and parts.vae else None,
         dual_reference_vae=parts.dual_reference_vae,
         description=parts.description,
     )
 
 
-def _plain_vae(sd: Mapping[str, Any]) -> dict[str, Any]:
-    """The LDM VAE tensors; for ToonCrafter without its decoder's dual-reference and temporal extras.
-
-    ToonCrafter's encoder is the plain LDM encoder (used here for the keyframes); its decoder needs the extras,
-    so :func:`decode` refuses a dual-reference model instead of decoding with the wrong network.
-    """
-    return {k: v for k, v in sd.items() if not (k.startswith("decoder.") and any(p in k for p in DUAL_REFERENCE_PARTS))}
+def _build_vae(sd: Mapping[str, Any], dual_reference: bool, dtype: torch.dtype) -> Any:
+    """The LDM VAE; for ToonCrafter the same encoder with its dual-reference decoder (see :mod:`.dualref_vae`)."""
+    return build_dual_reference_vae(sd, dtype) if dual_reference else build_vae(sd, dtype)
 
 
 def _need(part: Any, model: DynamiCrafterModel, what: str, prefix: str) -> Any:
@@ -297,16 +295,27 @@ def decode(
     chunk: int = 1,
     tiled: bool = False,
     progress: ProgressFn | None = None,
+    keyframes: tuple[torch.Tensor, torch.Tensor] | None = None,
+    redecode_middle: bool = True,
 ) -> torch.Tensor:
-    """Latents ``[B,4,T,h,w]`` -> IMAGE ``[B*T, 8h, 8w, 3]`` (per-frame decoding, ``chunk`` frames per call)."""
+    """Latents ``[B,4,T,h,w]`` -> IMAGE ``[B*T, 8h, 8w, 3]`` 0..1.
+
+    DynamiCrafter / Run: per-frame decoding, ``chunk`` frames per call (``tiled`` for large frames).
+    ToonCrafter: its dual-reference decoder needs ``keyframes`` = (first, last) IMAGEs ``[B or 1, 8h, 8w, 3]``
+    (the pictures the clip was conditioned on); it decodes up to 16 frames per call as the original (its
+    temporal layers see them together), ``chunk`` and ``tiled`` do not apply; ``redecode_middle`` as
+    :func:`.dualref_vae.decode_clip`.
+    """
     vae = _need(model.vae, model, "VAE", "first_stage_model.")
-    if model.dual_reference_vae:
-        raise ModelFileError(
-            f"{model.description}: ToonCrafter's dual-reference VAE decoder (AutoencoderKL_Dualref) is not "
-            "implemented yet. Decode with the DynamiCrafter 512 interp model, or sample with ToonCrafter and decode "
-            "elsewhere."
+    if not model.dual_reference_vae:
+        return decode_latents(vae, latents, chunk=chunk, tiled=tiled, progress=progress)
+    if keyframes is None:
+        raise InputError(
+            f"{model.description}: ToonCrafter's decoder reads the two keyframes back. Decode the latent from "
+            "DynamiCrafter Inbetween Keyframes (it carries them), or give the first and last keyframe images."
         )
-    return decode_latents(vae, latents, chunk=chunk, tiled=tiled, progress=progress)
+    first, last = (_check_images(k, "keyframe") for k in keyframes)
+    return decode_dual_reference(vae, latents, first, last, redecode_middle=redecode_middle, progress=progress)
 
 
 def fit_image(image: torch.Tensor, height: int, width: int) -> torch.Tensor:

@@ -8,10 +8,11 @@ Gaussian-smoothed track, keeping slow intended motion but removing jitter), shif
 a whole number of pixels (no resampling blur, which matters for pixel art) and crop all frames
 to one fixed canvas: the union of the shifted boxes plus padding.
 
-The ``feet`` pivot takes x from the body (head and torso), not from the lowest pixels: in a walk
+The ``feet`` pivot takes x from the body (torso and hips), not from the lowest pixels: in a walk
 the lowest pixels alternate between the front and the back foot, and following them makes the
 sprite slide back and forth.  y is the ground line of the frames in contact; frames in the air
-(a run's flight phase, a jump) keep their height above it.
+(a run's flight phase, a jump) keep their height above it.  When the clip was rendered from a rig
+(our pose renders), the rig root's x per frame (``root_x``) replaces the estimate: it is exact.
 """
 
 from __future__ import annotations
@@ -59,49 +60,66 @@ def bounding_boxes(alpha: np.ndarray, threshold: float = 0.5) -> np.ndarray:
     return boxes
 
 
-# Body bands (fractions of the sprite's height from its top): head, chest, hips.  The legs (the
-# lowest 30%) are left out: they are what moves most in a walk or a run.
-BODY_BANDS = ((0.0, 0.3), (0.3, 0.5), (0.5, 0.7))
+# Body bands (fractions of the typical frame's sprite height, from each frame's top): six narrow
+# bands over the torso and hips, 30-66 % of the height.  The head (the top 30 %: the whole upper
+# third of a chibi character) bobs and leans in a drawn walk, and the legs (the lowest third) are
+# what moves most, so both are left out.  Narrow bands give the median more votes: an arm swinging
+# across the torso moves one or two of them.
+BODY_BANDS = tuple((0.30 + 0.06 * k, 0.36 + 0.06 * k) for k in range(6))
 
 
-def band_profiles(alpha: np.ndarray, boxes: np.ndarray, band: tuple[float, float]) -> np.ndarray:
-    """``[T,W]`` column profiles: alpha summed over the rows of ``band`` of each frame's sprite."""
-    t, _, w = alpha.shape
+def band_profiles(alpha: np.ndarray, boxes: np.ndarray, band: tuple[float, float], height: float) -> np.ndarray:
+    """``[T,W]`` column profiles: alpha summed over the rows of ``band`` of each frame's sprite.
+
+    Rows are counted from each frame's top in units of one common ``height`` (the typical
+    frame's), so a frame with a raised foot (a shorter box) does not move its bands up the body.
+    """
+    t, h, w = alpha.shape
     profiles = np.zeros((t, w), np.float64)
+    first, last = int(band[0] * height), max(1, int(round(band[1] * height)))
     for i in np.flatnonzero(boxes[:, 0] >= 0):
-        y0, y1 = boxes[i, 1], boxes[i, 3]
-        top, bottom = y0 + int(band[0] * (y1 - y0)), y0 + max(1, int(round(band[1] * (y1 - y0))))
-        profiles[i] = alpha[i, top:bottom].sum(axis=0)
+        y0 = boxes[i, 1]
+        profiles[i] = alpha[i, min(h, y0 + first) : min(h, y0 + last)].sum(axis=0)
     return profiles
 
 
 def match_lags(profiles: np.ndarray, ref: int, present: np.ndarray) -> np.ndarray:
-    """Whole-pixel lag (cross-correlation peak) of every present profile against ``profiles[ref]``."""
+    """Sub-pixel lag (cross-correlation peak) of every present profile against ``profiles[ref]``.
+
+    The whole-pixel peak is refined by a parabola through it and its neighbours: a generated
+    clip's soft edges carry sub-pixel position, and the median of whole-pixel lags rounds twice.
+    """
     w = profiles.shape[1]
     n = 1 << int(np.ceil(np.log2(2 * w)))
     spectra = np.fft.rfft(profiles[present], n)
     corr = np.fft.irfft(spectra * np.conj(np.fft.rfft(profiles[ref], n)), n)
     peak = corr.argmax(axis=1)
-    return np.where(peak < n // 2, peak, peak - n)
+    rows = np.arange(len(peak))
+    left, centre, right = corr[rows, peak - 1], corr[rows, peak], corr[rows, (peak + 1) % n]
+    curve = left - 2 * centre + right
+    safe = np.where(curve < 0, curve, -1.0)
+    frac = np.where(curve < 0, np.clip(0.5 * (left - right) / safe, -0.5, 0.5), 0.0)
+    return np.where(peak < n // 2, peak, peak - n) + frac
 
 
 def body_x(alpha: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     """Per-frame horizontal body position, robust to swinging limbs; NaN for empty frames.
 
     For each band of :data:`BODY_BANDS` the column profiles of all frames are matched against a
-    reference frame's by cross-correlation, which gives each frame's whole-pixel displacement of
-    that part of the body.  Jitter and travel move every part alike; a swinging arm, a leg or a
-    swaying head moves one band only, so the per-frame median over the bands is the body's
-    displacement.  A clip drawn in place thus gets (nearly) the same x in every frame, and feet
-    that alternate do not drag the pivot.  The reference is placed at its alpha-weighted median
-    column, so the value is a real pixel position (the body centre).
+    reference frame's by cross-correlation, which gives each frame's displacement of that part
+    of the body.  Jitter and travel move every part alike; a swinging arm moves one or two bands,
+    so the per-frame median over the bands is the body's displacement.  A clip drawn in place
+    thus gets (nearly) the same x in every frame, and feet that alternate do not drag the pivot.
+    The reference is placed at its alpha-weighted median column, so the value is a real pixel
+    position (the body centre).
     """
     present = np.flatnonzero(boxes[:, 0] >= 0)
     xs = np.full(alpha.shape[0], np.nan)
     heights = boxes[present, 3] - boxes[present, 1]
     ref = int(present[np.argsort(heights)[len(present) // 2]])  # a typical frame, not a crouch or a leap
-    lags = np.stack([match_lags(band_profiles(alpha, boxes, band), ref, present) for band in BODY_BANDS])
-    profile = band_profiles(alpha[ref : ref + 1], boxes[ref : ref + 1], (0.0, 1.0))[0]
+    height = float(boxes[ref, 3] - boxes[ref, 1])
+    lags = np.stack([match_lags(band_profiles(alpha, boxes, band, height), ref, present) for band in BODY_BANDS])
+    profile = alpha[ref].sum(axis=0, dtype=np.float64)
     cum = np.cumsum(profile)
     centre = float(np.searchsorted(cum, cum[-1] / 2)) + 0.5
     xs[present] = centre + np.median(lags, axis=0)
@@ -138,7 +156,7 @@ def ground_y(alpha: np.ndarray, threshold: float = 0.5, min_pixels: int = 2) -> 
 def anchor_points(alpha: np.ndarray, anchor: str = "feet", threshold: float = 0.5) -> np.ndarray:
     """Per-frame pivot ``(x, y)`` in input pixels; NaN for frames with no opaque pixel.
 
-    ``feet``: x is the body centre (:func:`body_x`: head and torso, not the feet, which alternate
+    ``feet``: x is the body centre (:func:`body_x`: torso and hips, not the feet, which alternate
     in a walk), y the ground line (:func:`ground_y`).  ``centroid``: alpha-weighted centre.
     ``bbox_center``: centre of the opaque box.
     """
@@ -163,6 +181,33 @@ def anchor_points(alpha: np.ndarray, anchor: str = "feet", threshold: float = 0.
         points[:, 1] = ground_y(alpha, threshold)
     points[empty] = np.nan
     return points
+
+
+def rig_root_track(estimate: np.ndarray, root_x: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Per-frame x from the rig root where it is known, elsewhere the body estimate shifted onto it.
+
+    A frame whose hips are hidden falls back to ``estimate`` plus the median of ``root_x - estimate``
+    over the frames that have both, so the fallback lands on the same point of the body instead of
+    jumping between the hip and the body centre.
+    """
+    root = np.asarray(root_x, np.float64).reshape(-1)
+    if root.shape != estimate.shape:
+        raise InputError(
+            f"The pose holds {root.size} frames but the clip has {estimate.size}; connect the pose the clip "
+            "was rendered from (frame-count changes in between, such as timing holds, break the pairing)."
+        )
+    known = np.isfinite(root) & present
+    if not known.any():
+        raise InputError(
+            "The pose shows the hips on no frame of the clip, so there is no rig root to anchor on; "
+            "disconnect pose_keypoint to anchor on the body, or render the pose with the hips in view."
+        )
+    both = known & np.isfinite(estimate)
+    bias = float(np.median(root[both] - estimate[both])) if both.any() else 0.0
+    track = estimate + bias
+    track[known] = root[known]
+    track[~present] = np.nan
+    return track
 
 
 def contact_frames(ground: np.ndarray, height: float, fraction: float = 0.06) -> np.ndarray:
@@ -218,8 +263,13 @@ def stabilise(
     threshold: float = 0.5,
     progress: ProgressFn | None = None,
     deadband: int = 2,
+    root_x: np.ndarray | None = None,
 ) -> Stabilised:
-    """Shift frames so the pivot follows the target track, then crop to one fixed canvas."""
+    """Shift frames so the pivot follows the target track, then crop to one fixed canvas.
+
+    ``root_x`` (per-frame x of the rig root in input pixels, NaN where unknown) replaces the
+    pivot's x; see :func:`rig_root_track`.
+    """
     rgb = check_frames(rgb, "rgb")
     alpha = check_alpha(alpha, rgb, "alpha")
     if padding < 0:
@@ -233,6 +283,8 @@ def stabilise(
             "(Remove Background tolerances) or the mask you connected."
         )
     points = anchor_points(alpha, anchor, threshold)
+    if root_x is not None:
+        points[:, 0] = rig_root_track(points[:, 0], root_x, boxes[:, 0] >= 0)
     contact = None
     if anchor == "feet":
         heights = (boxes[:, 3] - boxes[:, 1]).astype(np.float64)
@@ -241,8 +293,10 @@ def stabilise(
     shift = np.nan_to_num(np.rint(target - points), nan=0.0).astype(np.int64)
     # The body estimate of a clip drawn in place wanders by a pixel (limbs move); correcting that
     # would add motion the artist did not draw.  So an axis whose shifts all stay within
-    # ``deadband`` px is left alone: an aligned clip comes out exactly as it went in.
-    still = np.abs(shift).max(axis=0) <= deadband
+    # ``deadband`` px is left alone: an aligned clip comes out exactly as it went in.  The rig
+    # root does not wander, so its x needs no dead band.
+    band = np.array([0 if root_x is not None else deadband, deadband])
+    still = np.abs(shift).max(axis=0) <= band
     shift[:, still] = 0
     present = boxes[:, 0] >= 0
     moved = boxes[present] + np.concatenate([shift[present], shift[present]], axis=1)
@@ -263,3 +317,26 @@ def stabilise(
         report(i + 1, t)
     anchor_out = np.where(np.isnan(points), np.nan, points + offsets)
     return Stabilised(out_rgb, out_a, offsets.astype(np.int64), anchor_out, boxes)
+
+
+def root_travel(offsets: np.ndarray, deadband: float = 2.0) -> np.ndarray:
+    """``[T,2]`` float: the steady travel the offsets took out, from frame 0, for an engine to put back.
+
+    The removed motion ``offsets[0] - offsets[t]`` is the character's travel plus the jitter the
+    stabiliser removed; an engine moving the sprite by it would put the jitter back.  A locomotion
+    cycle travels at a steady speed, so a straight line is fitted per axis (least squares: the
+    jitter averages out) and that line is the root motion.  An axis is left at zero when its fitted
+    travel over the whole clip stays within ``deadband`` px or its slope is within three standard
+    errors of zero: that is an in-place cycle's jitter, not travel.
+    """
+    removed = (offsets[0] - offsets).astype(np.float64)
+    t = len(removed)
+    if t < 2:
+        return np.zeros_like(removed)
+    frames = np.arange(t, dtype=np.float64)
+    slope, intercept = np.polyfit(frames, removed, 1)
+    residuals = removed - (frames[:, None] * slope + intercept)
+    spread = ((frames - frames.mean()) ** 2).sum()
+    stderr = np.sqrt((residuals**2).sum(axis=0) / max(t - 2, 1) / spread)
+    slope[(np.abs(slope) * (t - 1) <= deadband) | (np.abs(slope) <= 3 * stderr)] = 0.0
+    return frames[:, None] * slope[None, :]

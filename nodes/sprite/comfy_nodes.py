@@ -238,9 +238,10 @@ class GameAnimSpriteStabilise:
 
     DESCRIPTION = (
         "Removes jitter and drift: finds each frame's pivot (feet = body centre over the ground line, so a walk "
-        "drawn in place stays in place; or centroid / box centre), moves it to a locked or smoothed track by "
-        "whole pixels, and crops every frame to one canvas (union box + padding). lock also takes the root motion "
-        "out of a walk that travels; offsets_json carries the per-frame offsets and root_motion for the engine. "
+        "drawn in place stays in place; or centroid / box centre; x on the rig root when the pose the clip was "
+        "rendered from is connected), moves it to a locked or smoothed track by whole pixels, and crops every frame "
+        "to one canvas (union box + padding). lock also takes the root motion out of a walk that travels; "
+        "offsets_json carries the per-frame offsets and root_motion (connect it to Save Sprite Sheet). "
         "Any IMAGE works: alpha from the MASK, a 4th channel, or opaque."
     )
     CATEGORY = category("Sprite", "Anchor")
@@ -250,7 +251,9 @@ class GameAnimSpriteStabilise:
     OUTPUT_TOOLTIPS = (
         "Frames on the fixed canvas.",
         "Alpha on the fixed canvas.",
-        "JSON: offsets [[dx,dy],...], root_motion [[x,y],...] (pivot travel removed, px from frame 0), canvas, anchor.",
+        "JSON: offsets [[dx,dy],...] (input pixel (x,y) lands on (x+dx,y+dy)); root_motion [[x,y],...] (the steady "
+        "travel taken out, px from frame 0: add it to the sprite's position; connect to Save Sprite Sheet's "
+        "root_motion); canvas; anchor.",
     )
 
     @classmethod
@@ -272,7 +275,15 @@ class GameAnimSpriteStabilise:
                 ),
                 "padding": field("INT", "Transparent pixels around the union box.", default=2, min=0, max=256),
             },
-            "optional": _mask_inputs(),
+            "optional": {
+                **_mask_inputs(),
+                "pose_keypoint": field(
+                    "POSE_KEYPOINT",
+                    "The pose the clip was rendered from (e.g. GameAnim Render Pose), one per frame: the pivot's x "
+                    "is then the rig root (mid-hip, scaled from the pose canvas to the frame), exact instead of "
+                    "estimated; frames with hidden hips use the body estimate.",
+                ),
+            },
         }
 
     def run(
@@ -284,8 +295,10 @@ class GameAnimSpriteStabilise:
         padding: int,
         mask: Any | None = None,
         mask_is: str = "alpha",
+        pose_keypoint: Any | None = None,
     ) -> tuple:
         from . import pipeline
+        from .anchor import root_travel
         from .frames import to_tensor
 
         result = pipeline.stabilise(
@@ -297,13 +310,15 @@ class GameAnimSpriteStabilise:
             sigma=sigma,
             padding=padding,
             progress=host.progress(len(image)),
+            pose_keypoint=pose_keypoint,
         )
         h, w = result.alpha.shape[1:]
         info = {
             "offsets": result.offsets.tolist(),
-            "root_motion": (result.offsets[0] - result.offsets).tolist(),
+            "root_motion": np.round(root_travel(result.offsets), 2).tolist(),
             "canvas": {"w": int(w), "h": int(h)},
             "anchor": anchor,
+            "x_from": "rig_root" if pose_keypoint is not None else anchor,
             "mode": mode,
         }
         return to_tensor(result.rgb), to_tensor(result.alpha), json.dumps(info)
@@ -519,6 +534,14 @@ class GameAnimSpriteSheet:
                     default="",
                 ),
                 "timing": field("GAMEANIM_TIMING", TIMING_TIP + " One per clip for a list."),
+                "root_motion": field(
+                    "STRING",
+                    "Stabilise's offsets_json (one per clip for a list): each frame of the atlas gets root {x, y}, "
+                    "the travel Stabilise took out in sheet pixels from the animation's first frame; the engine "
+                    "adds it to the sprite's position (JSON: frame key root, Phaser frame.customData.root; Godot: "
+                    "root_motion metadata).",
+                    forceInput=True,
+                ),
             },
         }
 
@@ -539,6 +562,7 @@ class GameAnimSpriteSheet:
         animation: list[str] | None = None,
         timing: list[dict] | None = None,
         mask_is: list[str] | None = None,
+        root_motion: list[str] | None = None,
     ) -> dict:
         from . import pipeline
         from .frames import to_tensor
@@ -570,6 +594,8 @@ class GameAnimSpriteSheet:
             host.progress(sum(len(clip) for clip in image)),
             durations,
             mask_is[0] if mask_is else "alpha",
+            list(root_motion) if root_motion else None,
+            source_times=[t.get("source_times") if t else None for t in timings],
         )
         aseprite_json, godot = aseprite_json[0], godot[0]
         formats = ["texturepacker_hash"] + (["aseprite_hash"] if aseprite_json else [])

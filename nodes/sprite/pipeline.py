@@ -6,6 +6,7 @@ modules and convert back, so the API and the nodes cannot drift apart.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ import numpy as np
 
 from ...core.errors import InputError
 from ...core.progress import ProgressFn
+from ..pose.skeleton import OPENPOSE_18
+from ..timing.clip_motion import joints_from_pose
 from . import anchor, export, matte, pixelart, sheet, timing
 from .frames import split_image, to_numpy, to_tensor
 from .options import MASK_POLARITIES
@@ -86,15 +89,60 @@ def build_sheet(
     name: str = "sprite",
     progress: ProgressFn | None = None,
     mask_is: str = "alpha",
+    root_motion: Any | None = None,
 ) -> sheet.Sheet:
-    """Pack a clip onto a :class:`.sheet.Sheet` (optionally merging held frames into durations)."""
-    arr, a = rgb_alpha(rgb, alpha, mask_is)
-    durations = durations_for(len(arr), fps, durations_ms)
-    if merge_holds:
-        keep, durations = timing.collapse_holds(arr, a, durations)
-        arr, a = arr[keep], a[keep]
-    rgba = sheet.to_rgba8(arr, a)
-    return sheet.build_sheet(rgba, durations, columns, layout, padding, extrude, power_of_two, name, progress)
+    """Pack a clip onto a :class:`.sheet.Sheet` (optionally merging held frames into durations).
+
+    ``root_motion``: Stabilise's offsets_json (text or dict), written per frame (see :func:`root_motion_px`).
+    """
+    return build_animation_sheet(
+        [(rgb, alpha)],
+        [name],
+        [fps],
+        columns,
+        layout,
+        padding,
+        extrude,
+        power_of_two,
+        merge_holds,
+        name,
+        progress,
+        [durations_ms],
+        mask_is,
+        [root_motion],
+        named=False,
+    )
+
+
+def root_motion_px(info: Any, frames: int, width: int, height: int, source_times: Any | None = None) -> np.ndarray:
+    """``[T,2]`` root motion in pixels of ``width`` x ``height`` frames, from Stabilise's offsets_json.
+
+    Stabilise measures it on its canvas; nodes in between may rescale the frames (Pixel Art), so
+    it is scaled by the frames' size over that canvas: the offsets are in the pixels the sheet holds.
+    A Timing Chart in between changes the frame count: its ``source_times`` (the source frame each
+    output frame shows, fractional for in-betweens) resample the root motion onto the retimed frames.
+    (With equal counts the root motion is taken as already per output frame.)
+    """
+    try:
+        data = json.loads(info) if isinstance(info, str) else info
+        motion = np.asarray(data["root_motion"], np.float64)
+        canvas_w, canvas_h = float(data["canvas"]["w"]), float(data["canvas"]["h"])
+    except (ValueError, TypeError, KeyError) as exc:
+        raise InputError(
+            "root_motion must be the offsets_json text of Sprite Anchor & Stabilise "
+            f"(with root_motion and canvas); could not read it: {exc}."
+        ) from exc
+    if source_times is not None and len(source_times) == frames and motion.ndim == 2 and 0 < len(motion) != frames:
+        times = np.asarray(source_times, np.float64)
+        index = np.arange(len(motion), dtype=np.float64)
+        motion = np.stack([np.interp(times, index, motion[:, k]) for k in range(motion.shape[1])], axis=1)
+    if motion.shape != (frames, 2) or not np.isfinite(motion).all() or min(canvas_w, canvas_h) <= 0:
+        raise InputError(
+            f"root_motion holds {motion.shape[0] if motion.ndim else 0} frames but the clip has {frames}: connect "
+            "the offsets_json of the Stabilise node this clip came from; a frame-count change in between needs "
+            "the Timing Chart's timing connected to the sheet too, else put the timing before Stabilise."
+        )
+    return motion * np.array([width / canvas_w, height / canvas_h])
 
 
 def _pad_to(rgba: np.ndarray, height: int, width: int) -> np.ndarray:
@@ -124,12 +172,19 @@ def build_animation_sheet(
     progress: ProgressFn | None = None,
     durations_ms: list[Any | None] | None = None,
     mask_is: str = "alpha",
+    root_motion: list[Any | None] | None = None,
+    named: bool = True,
+    source_times: list[Any | None] | None = None,
 ) -> sheet.Sheet:
     """One sheet holding several named animations (a character's actions), one per ``(rgb, alpha)`` clip.
 
     Each clip keeps its own frame rate (``fps[i]``) or per-frame ``durations_ms[i]`` (e.g. from the
     Timing Chart node) and its held frames are merged within the clip;
-    clips of different sizes share the largest frame size (see :func:`_pad_to`).
+    clips of different sizes share the largest frame size (see :func:`_pad_to`).  ``root_motion[i]``
+    is clip ``i``'s Stabilise offsets_json (or None), resampled at ``source_times[i]`` when a Timing
+    Chart retimed the clip after Stabilise (see :func:`root_motion_px`); merged holds keep their first
+    frame's root.
+    ``named=False`` (one clip) leaves the sheet's single animation unnamed, called after the sheet.
     """
     if not clips:
         raise InputError("No clips to put on the sheet.")
@@ -137,20 +192,36 @@ def build_animation_sheet(
         raise InputError(f"Give one fps per clip (or one for all): {len(clips)} clips, {len(fps)} rates.")
     prepared = []
     timed = durations_ms if durations_ms is not None else [None] * len(clips)
-    for (rgb, alpha), rate, clip_durations in zip(clips, fps, timed, strict=True):
+    roots = root_motion if root_motion is not None else [None] * len(clips)
+    if len(roots) != len(clips):
+        raise InputError(f"{len(clips)} clips arrived with {len(roots)} root motions; give one per clip or none.")
+    times = source_times if source_times is not None else [None] * len(clips)
+    for (rgb, alpha), rate, clip_durations, info, clip_times in zip(clips, fps, timed, roots, times, strict=True):
         arr, a = rgb_alpha(rgb, alpha, mask_is)
         durations = durations_for(len(arr), rate, clip_durations)
+        t, h, w = a.shape
+        root = np.full((t, 2), np.nan) if info is None else root_motion_px(info, t, w, h, clip_times)
         if merge_holds:
             keep, durations = timing.collapse_holds(arr, a, durations)
-            arr, a = arr[keep], a[keep]
-        prepared.append((sheet.to_rgba8(arr, a), durations))
-    height = max(r.shape[1] for r, _ in prepared)
-    width = max(r.shape[2] for r, _ in prepared)
-    rgba = np.concatenate([_pad_to(r, height, width) for r, _ in prepared])
-    durations = np.concatenate([d for _, d in prepared])
-    runs = sheet.animation_runs(names, [len(r) for r, _ in prepared])
+            arr, a, root = arr[keep], a[keep], root[keep]
+        prepared.append((sheet.to_rgba8(arr, a), durations, root))
+    height = max(r.shape[1] for r, _, _ in prepared)
+    width = max(r.shape[2] for r, _, _ in prepared)
+    rgba = np.concatenate([_pad_to(r, height, width) for r, _, _ in prepared])
+    durations = np.concatenate([d for _, d, _ in prepared])
+    runs = sheet.animation_runs(names, [len(r) for r, _, _ in prepared]) if named else ()
     return sheet.build_sheet(
-        rgba, durations, columns, layout, padding, extrude, power_of_two, name, progress, animations=runs
+        rgba,
+        durations,
+        columns,
+        layout,
+        padding,
+        extrude,
+        power_of_two,
+        name,
+        progress,
+        animations=runs,
+        root_motion=np.concatenate([r for _, _, r in prepared]),
     )
 
 
@@ -173,9 +244,32 @@ def write_sheet(
     return written
 
 
-def stabilise(rgb: Any, alpha: Any, mask_is: str = "alpha", **kwargs: Any) -> anchor.Stabilised:
-    """:func:`.anchor.stabilise` on tensors (alpha from ``alpha``, a 4th channel, or opaque)."""
+HIPS = (OPENPOSE_18.index("r_hip"), OPENPOSE_18.index("l_hip"))
+
+
+def rig_root_x(pose: Any, width: int, height: int) -> np.ndarray:
+    """Per-frame x of the rig root (mid-hip of the first person) in pixels of a ``width`` x ``height`` frame.
+
+    POSE_KEYPOINT coordinates are fractions of the pose canvas, so they scale to any frame size.
+    NaN where either hip is hidden (or the frame holds nobody).
+    """
+    points, visible = joints_from_pose(pose, width, height)
+    if points.shape[1] <= max(HIPS):
+        return np.full(len(points), np.nan)
+    hips = visible[:, HIPS].all(axis=1)
+    return np.where(hips, points[:, HIPS, 0].mean(axis=1), np.nan)
+
+
+def stabilise(
+    rgb: Any, alpha: Any, mask_is: str = "alpha", pose_keypoint: Any | None = None, **kwargs: Any
+) -> anchor.Stabilised:
+    """:func:`.anchor.stabilise` on tensors (alpha from ``alpha``, a 4th channel, or opaque).
+
+    With ``pose_keypoint`` (the POSE_KEYPOINT the clip was rendered from) x is the rig root's.
+    """
     arr, a = rgb_alpha(rgb, alpha, mask_is)
+    if pose_keypoint is not None:
+        kwargs["root_x"] = rig_root_x(pose_keypoint, arr.shape[2], arr.shape[1])
     return anchor.stabilise(arr, a, **kwargs)
 
 

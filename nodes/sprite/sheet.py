@@ -9,6 +9,12 @@ outward, which stops neighbouring frames bleeding in under bilinear filtering or
 A sheet holds one or more named animations (a character's action set on one texture); frames are
 named ``<animation>_NNN`` and every writer names the animations the way its engine reads them.
 
+Root motion (optional, per frame): the travel Stabilise took out of a locomotion clip, in sheet
+pixels from the animation's first frame; the engine adds it to the sprite's position.  The JSON
+atlases carry it as an extra per-frame key ``root: {x, y}`` (Phaser keeps unknown frame keys in
+``frame.customData``); the Godot resources as the ``root_motion`` metadata (animation name →
+one Vector2 per frame entry of that animation).
+
 Atlas writers (all carry per-frame durations in ms):
 
 - TexturePacker JSON hash/array — what Phaser (``load.atlas``) and PixiJS (``Spritesheet``) read,
@@ -49,6 +55,7 @@ class FrameRect:
     src_w: int
     src_h: int
     duration_ms: int
+    root: tuple[float, float] | None = None  # root motion in sheet pixels from the animation's first frame
 
     @property
     def trimmed(self) -> bool:
@@ -139,11 +146,13 @@ def build_sheet(
     name: str = "sprite",
     progress: ProgressFn | None = None,
     animations: tuple[Animation, ...] = (),
+    root_motion: np.ndarray | None = None,
 ) -> Sheet:
     """Lay out uint8 RGBA frames ``[T,H,W,4]`` on one sheet (see the module docstring).
 
     ``animations`` splits the frames into named runs (see :func:`animation_runs`); without it the
-    whole sheet is one animation named ``name``.
+    whole sheet is one animation named ``name``.  ``root_motion`` ``[T,2]`` (sheet pixels; NaN
+    rows for frames without) becomes each frame's ``root``.
     """
     if rgba.ndim != 4 or rgba.shape[-1] != 4:
         raise InputError(f"Sheet frames must be RGBA [T,H,W,4]; got shape {tuple(rgba.shape)}.")
@@ -159,6 +168,9 @@ def build_sheet(
     durations = np.full(t, 100.0) if durations_ms is None else np.asarray(durations_ms, np.float64)
     if durations.shape != (t,) or (durations <= 0).any():
         raise InputError(f"Give one positive duration (ms) per frame: {t} frames, got {durations.tolist()}.")
+    roots = np.full((t, 2), np.nan) if root_motion is None else np.asarray(root_motion, np.float64)
+    if roots.shape != (t, 2):
+        raise InputError(f"Give one root motion (x, y) per frame: {t} frames, got shape {roots.shape}.")
     if animations and (animations[0].first != 0 or sum(a.count for a in animations) != t):
         raise InputError(f"The animations cover {sum(a.count for a in animations)} frames; the sheet has {t}.")
     frame_names = [f"{a.name}_{i:03d}" for a in (animations or (Animation(name, 0, t),)) for i in range(a.count)]
@@ -203,6 +215,7 @@ def build_sheet(
                 src_w=fw,
                 src_h=fh,
                 duration_ms=int(round(durations[i])),
+                root=None if np.isnan(roots[i]).any() else (round(float(roots[i, 0]), 2), round(float(roots[i, 1]), 2)),
             )
         )
         report(i + 1, t)
@@ -220,6 +233,7 @@ def _frame_entry(f: FrameRect) -> dict:
         "spriteSourceSize": {"x": f.src_x, "y": f.src_y, "w": f.w, "h": f.h},
         "sourceSize": {"w": f.src_w, "h": f.src_h},
         "duration": f.duration_ms,
+        **({"root": {"x": f.root[0], "y": f.root[1]}} if f.root is not None else {}),
     }
 
 
@@ -277,8 +291,29 @@ def _base_duration(frames: list[FrameRect]) -> float:
     return float(min(f.duration_ms for f in frames))
 
 
+def _repeats(frame: FrameRect, base: float) -> int:
+    """How often Godot 3 (no per-frame durations) lists a frame: its duration in base durations."""
+    return max(1, int(round(frame.duration_ms / base)))
+
+
 def _godot_string(value: str) -> str:
     return json.dumps(value)
+
+
+def _godot_root_motion(sheet: Sheet, array_type: str, repeats: bool) -> str | None:
+    """The ``root_motion`` metadata value: animation name → one Vector2 per frame entry, or None.
+
+    ``repeats`` (Godot 3) lists a frame as often as the resource repeats it for its duration.
+    """
+    entries = []
+    for a, clip in sheet.clips():
+        if any(f.root is None for f in clip):
+            continue
+        base = _base_duration(clip)
+        counts = [_repeats(f, base) if repeats else 1 for f in clip]
+        values = [f"{v:.6g}" for f, n in zip(clip, counts, strict=True) for _ in range(n) for v in f.root]
+        entries.append(f"{_godot_string(a.name)}: {array_type}({', '.join(values)})")
+    return "{\n" + ",\n".join(entries) + "\n}" if entries else None
 
 
 def godot4_tres(sheet: Sheet, image: str, loop: bool = True) -> str:
@@ -307,8 +342,11 @@ def godot4_tres(sheet: Sheet, image: str, loop: bool = True) -> str:
         block = [f'"frames": [{entries}],', f'"loop": {"true" if loop else "false"},']
         block += [f'"name": &{_godot_string(a.name)},', f'"speed": {1000.0 / base:.6g}']
         blocks.append("{\n" + "\n".join(block) + "\n}")
-    out += ["[resource]", "animations = [" + ", ".join(blocks) + "]", ""]
-    return "\n".join(out)
+    out += ["[resource]", "animations = [" + ", ".join(blocks) + "]"]
+    root = _godot_root_motion(sheet, "PackedVector2Array", repeats=False)
+    if root is not None:
+        out.append(f"metadata/root_motion = {root}")
+    return "\n".join(out + [""])
 
 
 def godot3_tres(sheet: Sheet, image: str, loop: bool = True) -> str:
@@ -327,12 +365,15 @@ def godot3_tres(sheet: Sheet, image: str, loop: bool = True) -> str:
         base = _base_duration(clip)
         refs = []
         for i, f in enumerate(clip):
-            refs += [f"SubResource( {a.first + i + 1} )"] * max(1, int(round(f.duration_ms / base)))
+            refs += [f"SubResource( {a.first + i + 1} )"] * _repeats(f, base)
         block = [f'"frames": [ {", ".join(refs)} ],', f'"loop": {"true" if loop else "false"},']
         block += [f'"name": {_godot_string(a.name)},', f'"speed": {1000.0 / base:.6g}']
         blocks.append("{\n" + "\n".join(block) + "\n}")
-    out += ["[resource]", "animations = [ " + ", ".join(blocks) + " ]", ""]
-    return "\n".join(out)
+    out += ["[resource]", "animations = [ " + ", ".join(blocks) + " ]"]
+    root = _godot_root_motion(sheet, "PoolVector2Array", repeats=True)
+    if root is not None:
+        out.append(f'__meta__ = {{\n"root_motion": {root}\n}}')
+    return "\n".join(out + [""])
 
 
 def atlas_text(sheet: Sheet, fmt: str, image: str) -> str:

@@ -19,8 +19,8 @@ INK = (30, 30, 30)
 FONT = cv2.FONT_HERSHEY_SIMPLEX
 
 
-def draw_chart(chart: list[ChartFrame], title: str, width: int = 640) -> np.ndarray:
-    """RGB float image ``[H, width, 3]`` (0..1) of ``chart``."""
+def draw_chart(chart: list[ChartFrame], title: str, width: int = 640, cycle: int | None = None) -> np.ndarray:
+    """RGB float image ``[H, width, 3]`` (0..1) of ``chart``; ``cycle``: a loop's frame count (labels wrap)."""
     height, margin = 170, 24
     image = np.full((height, width, 3), 250, np.uint8)
     cv2.putText(image, title, (margin, 18), FONT, 0.45, INK, 1, cv2.LINE_AA)
@@ -34,7 +34,8 @@ def draw_chart(chart: list[ChartFrame], title: str, width: int = 640) -> np.ndar
         for frame in (a, b):
             x = int(x0 if frame == a else x1)
             cv2.line(image, (x, line_y - 14), (x, line_y + 14), KEY, 3)
-            cv2.putText(image, str(frame), (x - 6, line_y - 18), FONT, 0.38, INK, 1, cv2.LINE_AA)
+            label = str(frame % cycle if cycle else frame)
+            cv2.putText(image, label, (x - 6, line_y - 18), FONT, 0.38, INK, 1, cv2.LINE_AA)
         for c in chart:
             if not c.is_key and (c.key_a, c.key_b) == (a, b):
                 x = int(round(x0 + (x1 - x0) * c.position))

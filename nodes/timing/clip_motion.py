@@ -34,6 +34,8 @@ class ClipMotion:
     ``contact_rows[t, k]`` the y of each foot joint when a rig is known, else None.
     ``forward[i]`` / ``backward[i]`` are the flows frame ``i -> i+1`` and ``i+1 -> i`` ([H,W,2], px),
     zero outside the subject of their first frame; ``masks`` the subject per frame ([T,H,W] bool).
+    A ``loop`` clip is a cycle (frame 0 follows frame ``n-1``): every per-pair array has ``n``
+    entries, the last one for the seam pair ``n-1 -> 0``; otherwise ``n-1``.
     """
 
     speed: np.ndarray
@@ -43,6 +45,7 @@ class ClipMotion:
     forward: np.ndarray
     backward: np.ndarray
     masks: np.ndarray
+    loop: bool = False
 
     @property
     def frame_count(self) -> int:
@@ -113,26 +116,38 @@ def _aligned_flow(first: np.ndarray, second: np.ndarray, shift: tuple[int, int])
 
 
 def pair_flows(
-    rgb: np.ndarray, alpha: np.ndarray | None, masks: np.ndarray, progress: ProgressFn | None = None
-) -> tuple[np.ndarray, np.ndarray]:
+    rgb: np.ndarray,
+    alpha: np.ndarray | None,
+    masks: np.ndarray,
+    progress: ProgressFn | None = None,
+    forward: bool = True,
+    loop: bool = False,
+) -> tuple[np.ndarray | None, np.ndarray]:
     """Forward (``i -> i+1``) and backward (``i+1 -> i``) flows, zero outside each first frame's ``masks``.
 
     Each pair is pre-aligned by the shift of the masks' centroids (see :func:`_aligned_flow`).
+    ``forward=False`` skips the forward flows (returned as None): smears only look back, and each
+    direction is a full DIS pass.  ``loop=True`` adds the seam pair ``T-1 -> 0`` as the last entry
+    (a cycle whose first frame follows its last).
     """
     report = progress or no_progress
     clip = flow_input(rgb, alpha)
-    pairs = len(clip) - 1
-    shifts = np.rint(np.diff(_centroids(masks), axis=0)).astype(int)
-    forward = np.empty((pairs, *clip.shape[1:3], 2), np.float32)
-    backward = np.empty_like(forward)
-    for i in range(pairs):
+    pairs = len(clip) if loop else len(clip) - 1
+    following = (np.arange(pairs) + 1) % len(clip)
+    centroids = _centroids(masks)
+    shifts = np.rint(centroids[following] - centroids[:pairs]).astype(int)
+    forward_flows = np.empty((pairs, *clip.shape[1:3], 2), np.float32) if forward else None
+    backward = np.empty((pairs, *clip.shape[1:3], 2), np.float32)
+    for i, j in enumerate(following):
         dx, dy = int(shifts[i, 0]), int(shifts[i, 1])
-        forward[i] = _aligned_flow(clip[i], clip[i + 1], (dx, dy))
-        backward[i] = _aligned_flow(clip[i + 1], clip[i], (-dx, -dy))
+        if forward_flows is not None:
+            forward_flows[i] = _aligned_flow(clip[i], clip[j], (dx, dy))
+        backward[i] = _aligned_flow(clip[j], clip[i], (-dx, -dy))
         report(i + 1, pairs)
-    forward *= masks[:-1, ..., None]
-    backward *= masks[1:, ..., None]
-    return forward, backward
+    if forward_flows is not None:
+        forward_flows *= masks[:pairs, ..., None]
+    backward *= masks[following, ..., None]
+    return forward_flows, backward
 
 
 def _centroids(masks: np.ndarray) -> np.ndarray:
@@ -172,31 +187,44 @@ def joints_from_pose(pose: Any, width: int, height: int) -> tuple[np.ndarray, np
     return pts, vis
 
 
+def frame_steps(values: np.ndarray, loop: bool) -> np.ndarray:
+    """Differences between following frames (``[T-1,...]``, or ``[T,...]`` with the seam step of a loop)."""
+    return np.diff(np.concatenate([values, values[:1]]) if loop else values, axis=0)
+
+
 def measure(
-    frames: Any, alpha: Any | None = None, pose: Any | None = None, progress: ProgressFn | None = None
+    frames: Any,
+    alpha: Any | None = None,
+    pose: Any | None = None,
+    progress: ProgressFn | None = None,
+    loop: bool = False,
 ) -> ClipMotion:
-    """Measure a clip (IMAGE + optional alpha + optional POSE_KEYPOINT with one entry per frame)."""
+    """Measure a clip (IMAGE + optional alpha + optional POSE_KEYPOINT with one entry per frame).
+
+    ``loop=True`` treats the clip as a cycle and also measures the seam, last frame to first.
+    """
     rgb, a = rgb_alpha(frames, alpha)
     t, h, w = rgb.shape[:3]
     if t < 2:
         raise InputError(f"Timing needs a clip of at least 2 frames; got {t}.")
     masks = subject_masks(rgb, a)
-    forward, backward = pair_flows(rgb, a, masks, progress)
-    weights = masks[:-1].astype(np.float32)
+    forward, backward = pair_flows(rgb, a, masks, progress, loop=loop)
+    pairs = len(forward)
+    weights = masks[:pairs].astype(np.float32)
     magnitude = np.linalg.norm(forward, axis=-1)
-    area = np.maximum(weights.reshape(t - 1, -1).sum(axis=1), 1.0)
-    speed = (magnitude * weights).reshape(t - 1, -1).sum(axis=1) / area
-    velocity = np.diff(_centroids(masks), axis=0)
+    area = np.maximum(weights.reshape(pairs, -1).sum(axis=1), 1.0)
+    speed = (magnitude * weights).reshape(pairs, -1).sum(axis=1) / area
+    velocity = frame_steps(_centroids(masks), loop)
     contact_rows = None
     if pose is not None:
         pts, vis = joints_from_pose(pose, w, h)
         if len(pts) != t:
             raise InputError(f"The pose has {len(pts)} frames but the clip has {t}; give one pose per frame.")
-        both = vis[:-1] & vis[1:]
-        step = np.linalg.norm(np.diff(pts, axis=0), axis=-1)
-        speed = np.array([s[b].mean() if b.any() else 0.0 for s, b in zip(step, both, strict=True)])
+        both = vis & np.roll(vis, -1, axis=0)
+        step = np.linalg.norm(frame_steps(pts, loop), axis=-1)
+        speed = np.array([s[b].mean() if b.any() else 0.0 for s, b in zip(step, both[:pairs], strict=True)])
         centre = np.array([p[v].mean(axis=0) if v.any() else (0.0, 0.0) for p, v in zip(pts, vis, strict=True)])
-        velocity = np.diff(centre, axis=0)
+        velocity = frame_steps(centre, loop)
         feet = [j for j in ANKLES if j < pts.shape[1] and vis[:, j].all()]
         contact_rows = pts[:, feet, 1] if feet else None
-    return ClipMotion(speed, velocity, _bottoms(masks), contact_rows, forward, backward, masks)
+    return ClipMotion(speed, velocity, _bottoms(masks), contact_rows, forward, backward, masks, loop)

@@ -21,7 +21,16 @@ from .spacing import SPACINGS
 
 TIMING_TYPE = "GAMEANIM_TIMING"
 MASK_TIP = "The sprite's alpha per frame (MASK [T,H,W]); gives exact contacts and clean in-betweens."
+LOOP_TIP = (
+    "The clip is a cycle (walk, run, idle): its first frame follows its last. The seam is timed like any other "
+    "moment, the first and last frame are not forced to be keys, and the result loops without a doubled frame."
+)
 POSE_TIP = "POSE_KEYPOINT with one pose per frame (e.g. from GameAnim Render Pose): joints give exact motion and foot contacts."
+
+
+def _measure_progress(image: Any, loop: bool) -> Any:
+    """Progress for measuring a clip: one step per frame pair (a loop also measures its seam)."""
+    return host.progress(max(1, len(image) - (0 if loop else 1)))
 
 
 def _tensor(array: Any) -> Any:
@@ -75,7 +84,11 @@ class GameAnimKeyPoses:
                     step=1.0,
                 ),
             },
-            "optional": {"mask": field("MASK", MASK_TIP), "pose_keypoint": field("POSE_KEYPOINT", POSE_TIP)},
+            "optional": {
+                "mask": field("MASK", MASK_TIP),
+                "pose_keypoint": field("POSE_KEYPOINT", POSE_TIP),
+                "loop": field("BOOLEAN", LOOP_TIP, default=False),
+            },
         }
 
     def run(
@@ -87,11 +100,12 @@ class GameAnimKeyPoses:
         turn_degrees: float,
         mask: Any | None = None,
         pose_keypoint: Any | None = None,
+        loop: bool = False,
     ) -> dict:
         from .clip_motion import measure
         from .keyposes import find_key_poses
 
-        motion = measure(image, mask, pose_keypoint, host.progress(max(1, len(image) - 1)))
+        motion = measure(image, mask, pose_keypoint, _measure_progress(image, loop), loop)
         ranked = find_key_poses(motion, max_keys or None, breakdowns, min_motion, turn_degrees)
         frames = sorted(k.frame for k in ranked)
         report = [{"frame": k.frame, "score": round(min(k.score, 99.0), 3), "reason": k.reason} for k in ranked]
@@ -165,7 +179,11 @@ class GameAnimTimingChart:
                     "flow; nearest = the closest source frame.",
                 ),
             },
-            "optional": {"mask": field("MASK", MASK_TIP), "pose_keypoint": field("POSE_KEYPOINT", POSE_TIP)},
+            "optional": {
+                "mask": field("MASK", MASK_TIP),
+                "pose_keypoint": field("POSE_KEYPOINT", POSE_TIP),
+                "loop": field("BOOLEAN", LOOP_TIP, default=False),
+            },
         }
 
     def run(
@@ -180,6 +198,7 @@ class GameAnimTimingChart:
         inbetween: str,
         mask: Any | None = None,
         pose_keypoint: Any | None = None,
+        loop: bool = False,
     ) -> dict:
         import numpy as np
 
@@ -189,7 +208,7 @@ class GameAnimTimingChart:
         from .retime import retime
         from .spacing import parse_keys
 
-        motion = measure(image, mask, pose_keypoint, host.progress(max(1, len(image) - 1)))
+        motion = measure(image, mask, pose_keypoint, _measure_progress(image, loop), loop)
         frames = parse_keys(keys) if keys.strip() else [k.frame for k in find_key_poses(motion)]
         result = retime(
             image,
@@ -206,8 +225,8 @@ class GameAnimTimingChart:
         )
         alpha = result.alpha if result.alpha is not None else np.ones(result.rgb.shape[:3], np.float32)
         title = f"on {on}s, hold {hold}, {spacing}" + (f", anticipation {anticipation}" if anticipation else "")
-        title += f", overshoot {overshoot}" if overshoot else ""
-        chart = draw_chart(result.chart, title)
+        title += (f", overshoot {overshoot}" if overshoot else "") + (", loop" if loop else "")
+        chart = draw_chart(result.chart, title, cycle=len(image) if loop else None)
         ui: dict[str, Any] = {"text": [json.dumps(result.durations)]}
         ui.update(animation_preview(chart[None], 1.0, caption="timing chart"))
         outputs = (

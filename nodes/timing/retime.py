@@ -57,32 +57,40 @@ def retime(
     inbetween: str = "flow",
     progress: ProgressFn | None = None,
 ) -> Retimed:
-    """Apply a timing chart to a measured clip (``motion`` from :func:`.clip_motion.measure`)."""
+    """Apply a timing chart to a measured clip (``motion`` from :func:`.clip_motion.measure`).
+
+    A ``motion.loop`` clip is retimed as a cycle: the last key's segment runs across the seam back to
+    the first key, reading source times past the last frame from the start of the clip again.
+    """
     if inbetween not in INBETWEEN_MODES:
         raise InputError(f"Unknown in-between mode {inbetween!r}; choose one of {', '.join(INBETWEEN_MODES)}.")
     rgb, a = rgb_alpha(frames, alpha)
     n = len(rgb)
     if motion.frame_count != n:
         raise InputError(f"The motion was measured on {motion.frame_count} frames but the clip has {n}.")
-    chart = timing_chart(normalise_keys(keys, n), on, hold, spacing, anticipation, overshoot)
-    cumulative = np.concatenate([[0.0], np.cumsum(motion.speed)])
+    cycle = n if motion.loop else None
+    chart = timing_chart(normalise_keys(keys, n, motion.loop), on, hold, spacing, anticipation, overshoot, cycle)
+    # A loop is read over two cycles so the seam segment (last key -> first key + n) is continuous.
+    speed = np.tile(motion.speed, 2) if motion.loop else motion.speed
+    cumulative = np.concatenate([[0.0], np.cumsum(speed)])
     opacity = a if a is not None else np.ones(rgb.shape[:3], np.float32)
     rgba = np.concatenate([rgb, opacity[..., None], motion.masks[..., None].astype(np.float32)], axis=-1)
     report = progress or no_progress
     out, times, key_outputs = [], [], []
     for index, frame in enumerate(chart):
-        s, pair = source_time(frame, cumulative, motion.speed)
-        nearest = int(np.clip(round(s), frame.key_a, frame.key_b))
+        s, pair = source_time(frame, cumulative, speed)
+        nearest = int(np.clip(round(s), frame.key_a, frame.key_b)) % n
         beyond = not frame.key_a <= s <= frame.key_b  # anticipation / overshoot: no source frame shows it
         if frame.is_key:
             out.append(rgba[frame.key_a, ..., :4])
             key_outputs.append(index)
-        elif (abs(s - nearest) <= SNAP and not beyond) or inbetween == "nearest":
+        elif (abs(s - round(s)) <= SNAP and not beyond) or inbetween == "nearest":
             out.append(rgba[nearest, ..., :4])
         else:
-            t = s - pair
-            out.append(interpolate(rgba[pair], rgba[pair + 1], motion.forward[pair], motion.backward[pair], t))
-        times.append(float(s))
+            t, pair = s - pair, pair % n
+            following = (pair + 1) % n
+            out.append(interpolate(rgba[pair], rgba[following], motion.forward[pair], motion.backward[pair], t))
+        times.append(float(s) % n if motion.loop else float(s))
         report(index + 1, len(chart))
     stacked = np.stack(out)
     return Retimed(

@@ -94,7 +94,7 @@ def smear_frames(
     out_rgb, out_a = rgb.copy(), a.copy()
     if len(rgb) < 2:
         return Smeared(out_rgb, out_a, [], [0.0])
-    _, backward = pair_flows(rgb, a, subject_masks(rgb, a), progress)
+    _, backward = pair_flows(rgb, a, subject_masks(rgb, a), progress, forward=False)
     report = progress or no_progress
     skip = set(keys or ())
     smeared, moved = [], [0.0]

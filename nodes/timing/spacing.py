@@ -15,7 +15,8 @@ source time through the clip's cumulative motion.  Curves (``u`` in 0..1):
 ``anticipation`` adds ``-A · 6.75 u (1-u)²`` (a move against the motion, deepest at ``u = ⅓``) and
 ``overshoot`` adds ``+O · 6.75 u² (1-u)`` (past the key, furthest at ``u = ⅔``), both as fractions of
 the key-to-key distance.  Durations are in source-frame units: at the clip's fps a duration ``d``
-lasts ``d / fps`` seconds.
+lasts ``d / fps`` seconds.  A looping clip (a walk or run cycle) is charted around the cycle: the
+segment from the last key back to the first is timed too and the last key is not repeated at the end.
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ class ChartFrame:
     is_key: bool
 
 
-def normalise_keys(keys: object, frame_count: int) -> list[int]:
-    """Sorted unique keys within the clip, with its first and last frame added."""
+def normalise_keys(keys: object, frame_count: int, loop: bool = False) -> list[int]:
+    """Sorted unique keys within the clip, with its first and last frame added (a loop: frame 0 if none)."""
     try:
         values = [int(k) for k in keys]  # type: ignore[attr-defined]
     except (TypeError, ValueError) as exc:
@@ -66,6 +67,8 @@ def normalise_keys(keys: object, frame_count: int) -> list[int]:
     bad = [k for k in values if not 0 <= k < frame_count]
     if bad:
         raise InputError(f"Key frames {bad} are outside the clip (frames 0..{frame_count - 1}).")
+    if loop:
+        return sorted(set(values)) or [0]
     return sorted({0, frame_count - 1, *values})
 
 
@@ -85,21 +88,29 @@ def timing_chart(
     spacing: str = "ease-in-out",
     anticipation: float = 0.0,
     overshoot: float = 0.0,
+    cycle: int | None = None,
 ) -> list[ChartFrame]:
-    """The drawings of an animation rebuilt from ``keys`` (sorted, first and last frame included)."""
+    """The drawings of an animation rebuilt from ``keys`` (sorted, first and last frame included).
+
+    ``cycle`` (the frame count of a looping clip) closes the loop instead: the last key's segment
+    runs on to the first key one cycle later (``keys[0] + cycle``) and is timed like the others, and
+    no closing key is appended, so the drawings repeat without showing the seam's pose twice.
+    """
     if on < 1 or hold < 1:
         raise InputError(f"'on' and 'hold' must be at least 1 frame; got on={on}, hold={hold}.")
     if not 0.0 <= anticipation <= 1.0 or not 0.0 <= overshoot <= 1.0:
         raise InputError("anticipation and overshoot are fractions of the key distance between 0 and 1.")
     spacing_curve(spacing, 0.0)  # validates the name
     chart: list[ChartFrame] = []
-    for a, b in zip(keys[:-1], keys[1:], strict=True):
+    ends = [*keys[1:], keys[0] + cycle] if cycle else keys[1:]
+    for a, b in zip(keys[: len(ends)], ends, strict=True):
         chart.append(ChartFrame(a, b, 0.0, 0.0, hold, True))
         count = max(0, int(np.floor((b - a - hold) / on + 0.5)))
         drawings = np.arange(1, count + 1) / (count + 1)
         positions = spacing_curve(spacing, drawings, anticipation, overshoot)
         chart += [ChartFrame(a, b, float(u), float(p), on, False) for u, p in zip(drawings, positions, strict=True)]
-    chart.append(ChartFrame(keys[-1], keys[-1], 0.0, 0.0, hold, True))
+    if not cycle:
+        chart.append(ChartFrame(keys[-1], keys[-1], 0.0, 0.0, hold, True))
     return chart
 
 

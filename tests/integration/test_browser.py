@@ -68,8 +68,25 @@ def test_template_workflow_runs_and_preview_plays(page, server):
         " const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
         " let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; })()"
     )
+    # Output nodes grow by what they show after a run (the sheet's image, the GIF, our player): the layout's
+    # room below them (PREVIEW_H) must keep every node clear of its neighbours once the images are in.
+    page.wait_for_function(
+        "() => window.app.graph._nodes.filter(n => n.imgs && n.imgs.length && n.imgs.every(i => i.complete)).length"
+        " >= 2",
+        timeout=30_000,
+    )
+    page.evaluate("() => window.app.canvas.setDirty(true, true)")
+    page.wait_for_timeout(1000)
+    boxes = page.evaluate("() => window.app.graph._nodes.map(n => [n.title, ...Array.from(n.boundingRect)])")
+    overlaps = [
+        (a[0], b[0])
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+        if a[1] < b[1] + b[3] and b[1] < a[1] + a[3] and a[2] < b[2] + b[4] and b[2] < a[2] + a[4]
+    ]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"browser_{PREVIEW_WORKFLOW}.png"))
+    assert not overlaps, (overlaps, boxes)
     (ARTIFACTS / "browser_console.json").write_text(
         json.dumps({"load": page.load_errors, "run": page.console_errors}, indent=1)
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from .comfy_server import PACK_DIR_NAME, describe_failure
+from .workflow_checks import API_CHECKS, CLIENT_CHECKS
 from .workflow_models import OWN_TEST_WORKFLOWS, WORKFLOW_REDUCTIONS, WORKFLOW_WRITES_MODEL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,6 +109,8 @@ def test_api_workflow_runs(server, workflow):
     for item in files:
         view = server.get("/view", params={k: item.get(k, "") for k in ("filename", "subfolder", "type")})
         assert view.status_code == 200 and view.content, item
+    if workflow.stem in API_CHECKS:
+        API_CHECKS[workflow.stem](server, prompt, entry)
 
 
 def test_bad_prompt_is_rejected_with_readable_error(server, pack):
@@ -138,6 +141,9 @@ def test_client_runs_ui_workflow(server, workflow, tmp_path):
         assert (server.base / "models" / WORKFLOW_WRITES_MODEL[workflow.stem]).is_file()
         return
     assert any(tmp_path.iterdir()), "the client downloaded no output file"
+    if workflow.stem in CLIENT_CHECKS:
+        prompt = json.loads((ROOT / "workflows" / "api" / workflow.name).read_text(encoding="utf-8"))
+        CLIENT_CHECKS[workflow.stem](server, prompt, tmp_path)
 
 
 def test_client_reports_bad_override(server):

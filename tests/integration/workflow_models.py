@@ -62,25 +62,40 @@ def _vc2_tiny(models_dir: Path, input_dir: Path) -> None:
 
 
 def _dynamicrafter_tiny(models_dir: Path, input_dir: Path) -> None:
-    """The complete tiny DynamiCrafter under both shipped names: Run as a Lightning checkpoint (state_dict plus
-    optimizer state), Interp as a plain ``model.ckpt``; and the LoadImage default ``example.png`` (a shipped sprite)."""
-    import shutil
-
+    """The complete tiny DynamiCrafter as the Run Lightning checkpoint (state_dict plus optimizer state) under the
+    shipped name; and the LoadImage default ``example.png``."""
     import torch
     from dynamicrafter_helpers import tiny_full_checkpoint
 
     run = models_dir / "dynamicrafter" / "godmodeanimation_dc_run_ep19" / "model.ckpt"
-    interp = models_dir / "dynamicrafter" / "DynamiCrafter_512_Interp" / "model.ckpt"
     if not run.exists():
         sd = tiny_full_checkpoint()
         run.parent.mkdir(parents=True, exist_ok=True)
         torch.save({"state_dict": sd, "optimizer_states": [{"state": {}}], "epoch": 19, "global_step": 1080}, run)
-        interp.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(sd, interp)
+    _example_image(input_dir)
+
+
+def _example_image(input_dir: Path) -> None:
+    """The LoadImage default ``example.png``: a shipped sprite."""
+    import shutil
+
     image = input_dir / "example.png"
     if not image.exists():
         input_dir.mkdir(parents=True, exist_ok=True)
         shutil.copy(Path(__file__).resolve().parents[2] / "sample_data" / "sprite_frames" / "frame_000.png", image)
+
+
+def _tooncrafter_tiny(models_dir: Path, input_dir: Path) -> None:
+    """A complete tiny ToonCrafter ``model.ckpt`` (the tiny DynamiCrafter with the dual-reference VAE fixture that
+    the original ``AutoencoderKL_Dualref`` made) under the shipped name; and ``example.png``."""
+    import torch
+    from dynamicrafter_helpers import tiny_tooncrafter_checkpoint
+
+    target = models_dir / "dynamicrafter" / "ToonCrafter" / "model.ckpt"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(tiny_tooncrafter_checkpoint(), target)
+    _example_image(input_dir)
 
 
 _VC2_VALIDATE = {"width": 64, "height": 64, "frames": 2, "steps": 2}
@@ -94,7 +109,7 @@ WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None]] = {
     "vc2_train_concept_lora": _vc2_tiny,
     "vc2_restyle_frames": _vc2_tiny,
     "dynamicrafter_run": _dynamicrafter_tiny,
-    "toon_inbetween": _dynamicrafter_tiny,
+    "toon_inbetween": _tooncrafter_tiny,
 }
 
 # Workflows the generic tests leave to a test file of their own, with the reason (never a skip: CI requires none).

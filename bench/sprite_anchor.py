@@ -1,0 +1,99 @@
+"""Benchmark of Anchor & Stabilise (not part of the test suite).
+
+Run: ``python bench/sprite_anchor.py [--baseline-ref main]`` (needs the arcade wheel in
+``.cache/test-assets``, see ``tests/sprite_real.py``).
+
+1. Kenney's six CC0 walks at 512x320 with ±4 px planted jitter (true alpha, so the matte does not
+   enter): ms/frame of stabilise and the head's horizontal span against the drawn walk's, new vs the
+   ``nodes/sprite`` of ``--baseline-ref`` measured in the same run (interleaved).  Goal: <= 5 ms/frame.
+2. The shipped run cycle (mannequin render) crossing the frame with a shaken camera: how far the hips
+   wander after stabilising, by the rig root (pose_keypoint) and by the body estimate alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from _common import ROOT, import_pack, interleaved_best
+from sprite import baseline_sprite
+
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def kenney(ref: str) -> None:
+    import sprite_real as real
+    from gameanim.nodes.sprite import anchor
+
+    if real.wheel_path() is None:
+        print(f"real art: skipped ({real.WHEEL} not in .cache/test-assets)")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        baseline_sprite(ref, Path(tmp))
+        base = importlib.import_module("gameanim_base.nodes.sprite.anchor")
+        print(f"Kenney walks, 512x320, ±4 px jitter; head span drawn vs stabilised (|difference|), new / {ref}:")
+        for character in real.CHARACTERS:
+            _, source, _ = real.composite(character, (0, 0, 0), size=(320, 512))
+            _, alpha, planted = real.composite(character, (0, 0, 0), size=(320, 512), jitter=4, seed=3)
+            rgb = np.zeros((*alpha.shape, 3), np.float32)
+            times = interleaved_best(
+                {
+                    "new": lambda c=rgb, a=alpha: anchor.stabilise(c, a),
+                    "old": lambda c=rgb, a=alpha: base.stabilise(c, a),
+                },
+                5,
+            )
+            drawn = np.ptp(anchor.head_x(source))
+            spans = {
+                k: np.ptp(anchor.head_x(m.stabilise(rgb, alpha).alpha)) for k, m in (("new", anchor), ("old", base))
+            }
+            residual = {
+                k: np.ptp(m.stabilise(rgb, alpha).offsets[:, 0] + planted[:, 0])
+                for k, m in (("new", anchor), ("old", base))
+            }
+            print(
+                f"  {character:18s} drawn {drawn:4.1f} px -> new {spans['new']:4.1f} (|d| {abs(spans['new'] - drawn):.2f})"
+                f" / old {spans['old']:4.1f} (|d| {abs(spans['old'] - drawn):.2f}); jitter left x: new {residual['new']}"
+                f" / old {residual['old']} px; {1000 * times['new'] / 8:.2f} / {1000 * times['old'] / 8:.2f} ms/frame"
+            )
+
+
+def rig_root() -> None:
+    from gameanim.nodes.sprite import pipeline
+    from sprite_rig import run_cycle_clip
+
+    shaken, pose, _ = run_cycle_clip(512, 320, step=1, follow_root=False, shake=4, pad=4)
+    t = len(shaken)
+    rgb = np.zeros((*shaken.shape, 3), np.float32)
+    hips = pipeline.rig_root_x(pose, 520, 328)
+    times = interleaved_best(
+        {
+            "rig": lambda: pipeline.stabilise(rgb, shaken, pose_keypoint=pose),
+            "body": lambda: pipeline.stabilise(rgb, shaken),
+        },
+        3,
+    )
+    for name, kwargs in (("rig root", {"pose_keypoint": pose}), ("body estimate", {})):
+        offsets = pipeline.stabilise(rgb, shaken, **kwargs).offsets
+        key = "rig" if kwargs else "body"
+        print(
+            f"run cycle ({t} frames, 520x328, crossing the frame, ±4 px shake), {name}: hips wander "
+            f"{np.ptp(hips + offsets[:, 0]):.2f} px after lock; {1000 * times[key] / t:.2f} ms/frame"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline-ref", default="main", help="git ref of the previous anchor")
+    args = parser.parse_args()
+    import_pack()
+    kenney(args.baseline_ref)
+    rig_root()
+
+
+if __name__ == "__main__":
+    main()
