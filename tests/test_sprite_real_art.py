@@ -14,36 +14,62 @@ import pytest
 import sprite_real as real
 import sprite_synth as synth
 
-# The two characters the matte finds hardest: a blue-steel robot (white visor, grey claws) and a
-# person with pale shoes and white eyes.
-HARD = ("robot", "male_person")
+# Parts drawn in the key's own colour: no colour matte can tell them from a hole or from the
+# background, so these (character, key) pairs keep a lower bound.  Measured minimum over 8 frames
+# (clean / generated): robot on white 0.968 / 0.959 (the visor is pure white, enclosed by the
+# dome); female person on light grey 0.969 / 0.961 (shoe soles drawn in grey 204-210 on a 204 key);
+# male adventurer on white 0.977 / 0.963 (eye whites and teeth pure white, sleeves 245).
+KEY_COLOURED_PARTS = {
+    ("robot", "white"): 0.955,
+    ("female_person", "light_grey"): 0.955,
+    ("male_adventurer", "white"): 0.96,
+}
 
 
 @pytest.mark.parametrize("generated", [False, True], ids=["clean", "generated"])
 @pytest.mark.parametrize("key", list(real.KEYS))
 def test_matte_iou_on_every_key(key, generated):
-    ious = []
-    for character in HARD:
+    worst = {}
+    for character in real.CHARACTERS:
         frames, truth, _ = real.composite(character, real.KEYS[key], jitter=4, generated=generated, seed=1)
         _, alpha, background = matte.remove_background(frames)
         assert background.solid
-        ious += [synth.iou(alpha[i], truth[i]) for i in range(len(truth))]
-    # Measured: clean 0.951-0.994, generated 0.956-0.987 (white eyes on white and pale shoes on light
-    # grey are the worst frames); the old fixed-ΔE matte scored 0.27 on mid grey.
-    assert min(ious) >= 0.95, (key, generated, min(ious))
-    assert np.mean(ious) >= 0.97, (key, generated, np.mean(ious))
+        worst[character] = min(synth.iou(a, t) for a, t in zip(alpha, truth, strict=True))
+    # The old fixed-ΔE matte scored 0.27 on mid grey; last session's 0.95.
+    for character, iou in worst.items():
+        assert iou >= KEY_COLOURED_PARTS.get((character, key), 0.97), (character, key, generated, iou)
+
+
+def noisy_copies(frames: np.ndarray, seed: int = 5) -> np.ndarray:
+    """``frames`` under fresh Gaussian noise (sigma 0.01) per frame, as a video model's frames are."""
+    rng = np.random.default_rng(seed)
+    return np.clip(frames + rng.normal(0, 0.01, frames.shape), 0, 1).astype(np.float32)
 
 
 def test_edge_alpha_is_stable_over_time():
     """A still sprite under per-frame noise and JPEG: edge alpha must not flicker frame to frame."""
     frames, truth, _ = real.composite("female_adventurer", real.KEYS["light_grey"], generated=True, seed=2)
-    still = np.repeat(frames[:1], 8, axis=0)
-    rng = np.random.default_rng(5)
-    still = np.clip(still + rng.normal(0, 0.01, still.shape), 0, 1).astype(np.float32)
+    still = noisy_copies(np.repeat(frames[:1], 8, axis=0))
     _, alpha, _ = matte.remove_background(still)
     edge = (truth[0] > 0.05) & (truth[0] < 0.95)
     flicker = alpha[:, edge].std(axis=0).mean()
-    assert flicker < 0.05, flicker
+    # Measured 0.0020 (per-frame unmixing alone: 0.025; the matte before issue 13: 0.016).
+    assert flicker < 0.004, flicker
+    # Steadier and no less accurate than matting each frame on its own.
+    single = np.concatenate([matte.remove_background(f[None])[1] for f in still])
+    assert np.abs(alpha - truth[0])[:, edge].mean() <= np.abs(single - truth[0])[:, edge].mean() + 0.002
+
+
+def test_moving_edges_keep_their_own_alpha():
+    """Steadying must not smear: a sprite sliding 1 px per frame keeps each frame's own edge."""
+    frames, truth, _ = real.composite("female_adventurer", real.KEYS["light_grey"], seed=2)
+    moving = noisy_copies(np.stack([np.roll(frames[0], i, axis=1) for i in range(8)]))
+    truths = np.stack([np.roll(truth[0], i, axis=1) for i in range(8)])
+    _, alpha, _ = matte.remove_background(moving)
+    assert min(synth.iou(a, t) for a, t in zip(alpha, truths, strict=True)) >= 0.98
+    single = np.concatenate([matte.remove_background(f[None])[1] for f in moving])
+    edge = (truths > 0.05) & (truths < 0.95)
+    assert np.abs(alpha - truths)[edge].mean() <= np.abs(single - truths)[edge].mean() + 0.002
 
 
 @pytest.mark.parametrize("key, generated", [("black", False), ("white", True)], ids=["black", "white_generated"])

@@ -159,7 +159,7 @@ class GameAnimSpriteRemoveBackground:
                     "FLOAT",
                     "Smallest background tolerance in ΔE (CIE Lab). The tolerance is measured from the clip's "
                     "background noise; this is its floor (raise it only if background specks remain).",
-                    default=2.0,
+                    default=1.0,
                     min=0.0,
                     max=100.0,
                     step=0.5,

@@ -15,14 +15,18 @@ therefore decides *where* the background is, not only *what colour* it is:
    say so (InputError) instead of keying out half a scene.
 3. **Background = connected to the frame border**: pixels within tolerance of the model that touch
    the border through other such pixels.  Pockets enclosed by the sprite (between arm and body,
-   between the legs) are background when they are at least ``min_hole`` px; smaller key-coloured
-   islands (white eyes on white, a grey buckle on grey) stay part of the character.  Opaque specks
-   smaller than ``(2·cleanup+3)²`` px are dropped.
+   between the legs) are background when they are at least ``min_hole`` px and their mean colour
+   is the key's; smaller key-coloured islands (white eyes on white, a grey buckle on grey) and
+   pale parts (light shoes on grey) stay part of the character.  Opaque specks smaller than
+   ``(2·cleanup+3)²`` px, and islands with no pixel clearly off the key, are dropped.
 4. **Unmix** the rim: an edge pixel is ``C = a·F + (1 - a)·B`` with ``B`` the background model
    there and ``F`` the mean of nearby interior pixels; ``a`` is the projection of ``C - B`` onto
    ``F - B`` and ``(C - (1 - a)·B)/a`` is the despilled colour.
+5. **Steady** the edges over time: a soft pixel's alpha is averaged over the frames in which the
+   pixel keeps its colour, so a still edge stops flickering under fresh noise while a moving edge
+   keeps its own alpha.
 
-Everything is vectorised numpy/OpenCV on the CPU.  kornia was considered (to keep a GPU clip on
+Everything is vectorised numpy/OpenCV on the CPU, frames on a few threads.  kornia was considered (to keep a GPU clip on
 the GPU) and dropped: the matte needs exact connected components and a distance transform, which
 OpenCV computes in one pass, while kornia's connected components iterate; at sprite sizes the
 copy from the GPU costs less than that.
@@ -30,6 +34,8 @@ copy from the GPU costs less than that.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import cv2
@@ -41,6 +47,8 @@ from ...core.progress import ProgressFn, no_progress
 # Largest colour change (ΔE across the frame) of a background we still call "solid": a gentle
 # gradient or vignette, not a scene or a sky.
 MAX_GRADIENT = 30.0
+# Frames matted at once (threads: OpenCV and numpy release the GIL).
+WORKERS = min(4, os.cpu_count() or 1)
 # Pixels within WEAK x the tolerance may be background tinted by compression (chroma bleed).
 WEAK = 4.0
 
@@ -118,11 +126,45 @@ def border_mask(h: int, w: int, border: int) -> np.ndarray:
     return band
 
 
-def surface_basis(h: int, w: int) -> np.ndarray:
-    """``[h,w,6]`` quadratic basis (1, u, v, u², uv, v²) on coordinates scaled to -1..1."""
-    v, u = np.mgrid[0:h, 0:w].astype(np.float32)
-    u, v = u / max(w - 1, 1) * 2 - 1, v / max(h - 1, 1) * 2 - 1
-    return np.stack([np.ones_like(u), u, v, u * u, u * v, v * v], axis=-1)
+def clip_lab(frames: np.ndarray) -> np.ndarray:
+    """CIE Lab of every frame, box-filtered 3x3.
+
+    Averaging nine pixels cuts per-pixel noise by 3x, so the tolerance can be tight and pockets of
+    noisy background stay connected.  One colour conversion for the whole clip (frames stacked).
+    """
+    t, h, w = frames.shape[:3]
+    lab = cv2.cvtColor(frames.reshape(t * h, w, 3), cv2.COLOR_RGB2Lab).reshape(frames.shape)
+    for i in range(t):
+        lab[i] = cv2.blur(lab[i], (3, 3))
+    return lab
+
+
+@dataclass(frozen=True)
+class Surface:
+    """A quadratic in x and y (1, u, v, u², uv, v², coordinates scaled to -1..1) over an ``h x w`` frame.
+
+    Evaluating ``[h*w,6] @ [6,3]`` at full resolution was the matte's largest cost; the surface is
+    smooth, so :meth:`render` evaluates it on a grid every ``STEP`` px and lets OpenCV interpolate.
+    """
+
+    h: int
+    w: int
+    STEP = 8
+
+    def basis(self, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
+        """``[..., 6]`` basis at pixel coordinates (float arrays of any matching shape)."""
+        u = np.asarray(xs, np.float32) / max(self.w - 1, 1) * 2 - 1
+        v = np.asarray(ys, np.float32) / max(self.h - 1, 1) * 2 - 1
+        return np.stack([np.ones_like(u), u, v, u * u, u * v, v * v], axis=-1)
+
+    def render(self, coef: np.ndarray) -> np.ndarray:
+        """``[h,w,C]`` values of the surface ``coef [6,C]`` (bilinear between grid nodes)."""
+        gh, gw = -(-self.h // self.STEP), -(-self.w // self.STEP)
+        # Node centres where cv2.resize samples them: (i + 0.5) * scale - 0.5.
+        ys = (np.arange(gh, dtype=np.float32) + 0.5) * (self.h / gh) - 0.5
+        xs = (np.arange(gw, dtype=np.float32) + 0.5) * (self.w / gw) - 0.5
+        grid = self.basis(*np.meshgrid(ys, xs, indexing="ij")) @ coef
+        return cv2.resize(grid, (self.w, self.h), interpolation=cv2.INTER_LINEAR).reshape(self.h, self.w, -1)
 
 
 def solve(basis: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -132,19 +174,25 @@ def solve(basis: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def distance(values: np.ndarray, model: np.ndarray) -> np.ndarray:
-    """Euclidean distance along the last axis (ΔE76 for Lab values)."""
+    """Euclidean distance along the last axis of 3 (ΔE76 for Lab values).
+
+    Summing the three channels by hand: numpy's reduction over a last axis of 3 is ~5x slower.
+    """
     d = values - model
-    return np.sqrt(np.einsum("...c,...c->...", d, d))
+    d *= d
+    return np.sqrt(d[..., 0] + d[..., 1] + d[..., 2])
 
 
 def fit_surface(basis: np.ndarray, values: np.ndarray, floor: float, rounds: int = 1) -> np.ndarray:
     """Least-squares coefficients ``[6,C]`` of ``values [N,C]``, refitted without outliers.
 
     Outliers (sprite pixels touching the border, compression blocks) are those farther than
-    3x the median residual (at least ``floor``) from the previous fit.
+    3x the median residual (at least ``floor``) from the previous fit.  Too few points for a
+    quadratic (a frame a few px wide): a flat surface at their median.
     """
     keep = np.ones(len(values), bool)
     coef = np.zeros((basis.shape[1], values.shape[1]), np.float32)
+    coef[0] = np.median(values, axis=0)  # basis[:, 0] is the constant 1
     for _ in range(rounds + 1):
         if keep.sum() < basis.shape[1] * 4:
             break
@@ -156,7 +204,7 @@ def fit_surface(basis: np.ndarray, values: np.ndarray, floor: float, rounds: int
 
 def remove_background(
     frames: np.ndarray,
-    low: float = 2.0,
+    low: float = 1.0,
     high: float = 16.0,
     border: int = 4,
     cleanup: int = 1,
@@ -175,29 +223,11 @@ def remove_background(
         raise InputError(f"The tolerances must satisfy 0 <= low < high; got low={low}, high={high}.")
     report = progress or no_progress
     t, h, w = frames.shape[:3]
-    basis = surface_basis(h, w)
-    band = border_mask(h, w, border)
-    step = np.zeros((h, w), bool)
-    step[::3, ::3] = True  # the refit and the RGB model use every 9th pixel
-    # Lab of every frame, box-filtered 3x3: averaging nine pixels cuts per-pixel noise by 3x, so the
-    # tolerance can be tight and pockets of noisy background stay connected.
-    lab = [cv2.blur(cv2.cvtColor(f, cv2.COLOR_RGB2Lab), (3, 3)) for f in frames]
-    # Pass 1: a surface per frame from the border band; the tolerance from its residuals (whole clip).
-    coefs = [fit_surface(basis[band], px[band], max(low, 1.0)) for px in lab]
-    edge = basis[band]
-    tol = noise_tolerance(np.concatenate([distance(px[band], edge @ c) for px, c in zip(lab, coefs, strict=True)]), low)
-    # Pass 2: refit on everything pass 1 calls background, so a vignette's centre fits too (on every
-    # 3rd pixel in x and y: the surface is smooth, and this pass then costs a ninth).
-    coarse = basis[::3, ::3]
-    for i, px in enumerate(lab):
-        small = px[::3, ::3]
-        sample = background_region(distance(small, coarse @ coefs[i]), tol, 0)
-        if sample.sum() > 64:
-            coefs[i] = fit_surface(coarse[sample], small[sample], tol)
-    resid = np.concatenate([distance(px[band], edge @ c) for px, c in zip(lab, coefs, strict=True)])
-    tol = noise_tolerance(resid, low)
+    surface = Surface(h, w)
+    lab = clip_lab(frames)
+    coefs, tol, resid = fit_backgrounds(lab, surface, border, low)
     fraction = float(np.mean(resid <= tol))
-    corners = basis[[0, 0, -1, -1, h // 2], [0, -1, 0, -1, w // 2]]  # a quadratic's range shows at these
+    corners = surface.basis(np.array([0, 0, h - 1, h - 1, h // 2]), np.array([0, w - 1, 0, w - 1, w // 2]))
     gradient = max(float(np.ptp(distance(corners @ c, corners[-1] @ c))) for c in coefs)
     key_lab = np.mean([corners[-1] @ c for c in coefs], axis=0).astype(np.float32)
     key = cv2.cvtColor(key_lab.reshape(1, 1, 3), cv2.COLOR_Lab2RGB).reshape(3)
@@ -213,16 +243,91 @@ def remove_background(
         )
     rgb = np.empty_like(frames)
     alpha = np.empty((t, h, w), np.float32)
-    for i in range(t):
-        dist = distance(lab[i], basis @ coefs[i])
-        bg = background_region(dist, tol, min_hole)
-        fg = remove_specks(~bg, (2 * cleanup + 3) ** 2 if cleanup > 0 else 0)  # +2: the 3x3 Lab blur
-        # The RGB background model (for unmixing) from the same background pixels.
-        sample = bg & step
-        coef_rgb = solve(basis[sample], frames[i][sample]) if sample.sum() > 64 else solve(basis[band], frames[i][band])
-        rgb[i], alpha[i] = unmix(frames[i], fg, dist, tol, basis, coef_rgb)
-        report(i + 1, t)
+    speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
+    with ThreadPoolExecutor(WORKERS) as pool:  # OpenCV and numpy release the GIL
+        jobs = [pool.submit(matte_frame, frames[i], lab[i], surface, coefs[i], tol, min_hole, speck) for i in range(t)]
+        try:
+            for i, job in enumerate(jobs):
+                rgb[i], alpha[i] = job.result()
+                report(i + 1, t)
+        finally:
+            for job in jobs:
+                job.cancel()
+    ys, xs = steady_edges(alpha, lab, tol)
+    for i in range(t):  # the despilled colour follows the steadied alpha
+        soft = (alpha[i, ys, xs] > 0) & (alpha[i, ys, xs] < 1)
+        py, px = ys[soft], xs[soft]
+        if not len(py):
+            continue
+        behind = cv2.cvtColor((surface.basis(py, px) @ coefs[i]).reshape(-1, 1, 3), cv2.COLOR_Lab2RGB)
+        rgb[i, py, px] = despilled(frames[i, py, px], behind.reshape(-1, 3), alpha[i, py, px])
     return rgb, alpha, background
+
+
+def fit_backgrounds(lab: np.ndarray, surface: Surface, border: int, low: float) -> tuple[list, float, np.ndarray]:
+    """``(surface coefficients per frame, tolerance, border residuals)`` of a clip's Lab frames.
+
+    Pass 1 fits each frame's surface to the border band (every other pixel of it) and measures the
+    tolerance from the residuals, pooled over the clip.  Pass 2 refits on everything pass 1 calls
+    background (every 6th pixel in x and y: the surface is smooth), so a vignette's centre fits too.
+    """
+    h, w = surface.h, surface.w
+    by, bx = np.nonzero(border_mask(h, w, border) & ((np.add.outer(np.arange(h), np.arange(w)) % 2) == 0))
+    edge = surface.basis(by, bx)
+    edge_px = lab[:, by, bx]
+    coefs = [fit_surface(edge, px, max(low, 1.0)) for px in edge_px]
+    tol = noise_tolerance(np.concatenate([distance(px, edge @ c) for px, c in zip(edge_px, coefs, strict=True)]), low)
+    coarse = surface.basis(*np.mgrid[0:h:6, 0:w:6])
+    for i, frame in enumerate(lab):
+        small = frame[::6, ::6]
+        sample = background_region(distance(small, coarse @ coefs[i]), tol)
+        if sample.sum() > 64:
+            coefs[i] = fit_surface(coarse[sample], small[sample], tol)
+    resid = np.concatenate([distance(px, edge @ c) for px, c in zip(edge_px, coefs, strict=True)])
+    return coefs, noise_tolerance(resid, low), resid
+
+
+def matte_frame(
+    frame: np.ndarray, lab: np.ndarray, surface: Surface, coef: np.ndarray, tol: float, min_hole: int, speck: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(rgb, alpha)`` of one frame given its Lab, its background surface ``coef`` and the clip's tolerance."""
+    model = surface.render(coef)
+    dist = distance(lab, model)
+    bg = background_region(dist, tol, min_hole, lab, model)
+    fg = remove_specks(~bg, speck, dist >= WEAK * tol)
+    rgb, alpha = unmix(frame, fg, dist, tol, model)
+    if speck:  # unmixing can leave compression blocks next to the sprite more opaque than not
+        opaque = alpha >= 0.5
+        alpha[opaque & ~remove_specks(opaque, speck)] = 0.0
+    return rgb, alpha
+
+
+def steady_edges(alpha: np.ndarray, lab: np.ndarray, tol: float, reach: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """Average, in place, each soft pixel's alpha over the frames in which it has the same colour;
+    return the coordinates ``(ys, xs)`` of the pixels it touched.
+
+    Where sprite and background stand still a pixel's colour repeats from frame to frame up to
+    noise, and so should its alpha; unmixed per frame, fresh noise makes the edge flicker.  A frame
+    only borrows from frames (up to ``reach`` away, which bounds the work on long clips) whose
+    blurred Lab colour at that pixel is within ``tol/2`` of its own, so a moving edge, whose colour
+    changes, keeps its own alpha (with the full ``tol`` a light sprite sliding 1 px per frame on a
+    light key borrowed enough to blur its edge).  Only pixels that are semi-transparent in some
+    frame are touched.
+    """
+    t = len(alpha)
+    ys, xs = np.nonzero(((alpha > 0) & (alpha < 1)).any(axis=0))
+    if t < 2 or not len(ys):
+        return ys, xs
+    colour, own = lab[:, ys, xs], alpha[:, ys, xs]  # [T,N,3], [T,N]
+    total, count = own.copy(), np.ones_like(own)
+    for k in range(1, min(reach, t - 1) + 1):
+        same = (distance(colour[:-k], colour[k:]) <= 0.5 * tol).astype(np.float32)  # frame i vs frame i + k
+        total[:-k] += same * own[k:]
+        total[k:] += same * own[:-k]
+        count[:-k] += same
+        count[k:] += same
+    alpha[:, ys, xs] = total / count
+    return ys, xs
 
 
 def noise_tolerance(resid: np.ndarray, low: float) -> float:
@@ -238,14 +343,18 @@ def noise_tolerance(resid: np.ndarray, low: float) -> float:
     return max(low, 3.5 * med, 2.0 * q99)
 
 
-def background_region(dist: np.ndarray, tol: float, min_hole: int) -> np.ndarray:
+def background_region(
+    dist: np.ndarray, tol: float, min_hole: int = 0, lab: np.ndarray | None = None, model: np.ndarray | None = None
+) -> np.ndarray:
     """Background pixels of one frame from its distance map ``dist`` (ΔE to the background model).
 
     The background is everything within ``tol`` that is connected to the frame border, plus pockets
-    enclosed by the sprite: regions within ``3·tol`` (compression rings harder in a small pocket)
-    whose mean distance is within ``3·tol`` and whose area is at least ``min_hole`` px.  Smaller
-    key-coloured islands (a highlight, white teeth on white) stay part of the character.
-    ``min_hole`` 0 means: no pockets.
+    enclosed by the sprite: regions of at least ``min_hole`` px within ``3·tol`` (compression rings
+    harder in a small pocket) whose *mean* colour offset from the ``model`` (``lab - model``, both
+    ``[H,W,3]``) is within ``1.5·tol``: noise and ringing average out over a pocket, while a key-like part of the character (a
+    pale visor on white, light shoes on grey) is offset the same way everywhere.  Smaller key-coloured
+    islands (a highlight, white teeth on white) stay part of the character.  ``min_hole`` 0 (or no
+    ``lab``) means: no pockets.
     """
     n, labels = cv2.connectedComponents((dist <= tol).astype(np.uint8), connectivity=4)
     keep = np.zeros(n, bool)
@@ -254,13 +363,15 @@ def background_region(dist: np.ndarray, tol: float, min_hole: int) -> np.ndarray
     keep[0] = False  # label 0 is the set farther than tol
     bg = keep[labels]
     box = sprite_box(~bg)
-    if min_hole > 0 and box is not None:
-        inner, d = bg[box], dist[box]  # pockets lie inside the sprite's box
-        loose = (d <= 3.0 * tol) & ~inner
+    if min_hole > 0 and lab is not None and model is not None and box is not None:
+        inner = bg[box]  # pockets lie inside the sprite's box
+        loose = (dist[box] <= 3.0 * tol) & ~inner
         n, labels, stats, _ = cv2.connectedComponentsWithStats(loose.astype(np.uint8), connectivity=4)
-        area = stats[:, cv2.CC_STAT_AREA]
-        mean = np.bincount(labels.reshape(-1), weights=d.reshape(-1), minlength=n) / np.maximum(area, 1)
-        pocket = (area >= min_hole) & (mean <= 3.0 * tol)
+        area = np.maximum(stats[:, cv2.CC_STAT_AREA], 1)
+        flat = labels[loose]
+        off = lab[box][loose] - model[box][loose]
+        mean = np.stack([np.bincount(flat, weights=off[:, c], minlength=n) for c in range(3)], -1)
+        pocket = (area >= min_hole) & (np.linalg.norm(mean / area[:, None], axis=-1) <= 1.5 * tol)
         pocket[0] = False
         inner |= pocket[labels]
     return bg
@@ -272,11 +383,15 @@ def sprite_box(mask: np.ndarray) -> tuple[slice, slice] | None:
     return (slice(y, y + h), slice(x, x + w)) if w and h else None
 
 
-def remove_specks(fg: np.ndarray, min_area: int, relative: float = 0.005) -> np.ndarray:
-    """``fg`` without islands smaller than ``min_area`` px or ``relative`` x the largest island.
+def remove_specks(
+    fg: np.ndarray, min_area: int, strong: np.ndarray | None = None, relative: float = 0.005
+) -> np.ndarray:
+    """``fg`` without islands smaller than ``min_area`` px or ``relative`` x the largest island, and
+    (given ``strong``, the pixels clearly off the key) without islands holding no strong pixel.
 
     Noise and compression blocks leave small detached islands; a character's detached parts
-    (a thrown sword, a hand drawn apart) are much larger than 0.5% of its body.
+    (a thrown sword, a hand drawn apart) are much larger than 0.5% of its body.  A large island made
+    only of near-key pixels is background the model missed (a vignette's corner under noise).
     """
     box = sprite_box(fg)
     if min_area <= 1 or box is None:
@@ -285,6 +400,10 @@ def remove_specks(fg: np.ndarray, min_area: int, relative: float = 0.005) -> np.
     area = stats[:, cv2.CC_STAT_AREA]
     largest = area[1:].max() if n > 1 else 0
     keep = area >= max(min_area, relative * largest)
+    if strong is not None:
+        holds = np.zeros(n, bool)
+        holds[labels[strong[box]]] = True
+        keep &= holds
     keep[0] = False
     out = np.zeros_like(fg)
     out[box] = keep[labels]
@@ -296,19 +415,19 @@ def unmix(
     fg: np.ndarray,
     dist: np.ndarray,
     tol: float,
-    basis: np.ndarray,
-    coef: np.ndarray,
-    rim: int = 3,
+    model: np.ndarray,
+    rim: int = 4,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Alpha and despilled colour of one frame given its foreground region and RGB background model.
+    """Alpha and despilled colour of one frame given its foreground region and Lab background ``model``.
 
     Opaque: foreground deeper than ``rim`` px whose colour is clearly not the key.  Unmixed: the
     rim (soft, anti-aliased or upscaled edges) and weak pixels (within ``WEAK·tol`` of the key:
     compression and chroma bleed in narrow pockets), against the background model at that pixel,
     with ``F`` the mean of the nearby opaque pixels.  A pixel that is not on the line from the key
-    to ``F`` and is either deep inside or clearly off the key (``2·tol``) is a colour of its own
-    (skin or a white sleeve on white) and stays opaque.  Work stays inside the
-    sprite's box plus the filter reach.
+    to ``F`` is tried against the inner colour of its own part (a dark leg next to a red body); if
+    that does not explain it either and it lies deeper than the rim, it is a colour of its own (skin
+    or a white sleeve on white) and stays opaque.  Work stays inside the sprite's box plus the
+    filter reach.
     """
     h, w = fg.shape
     alpha = np.zeros((h, w), np.float32)
@@ -324,30 +443,75 @@ def unmix(
     depth = cv2.distanceTransform(fg_c.astype(np.uint8), cv2.DIST_L2, 3)
     solid = ((depth > rim) & ~weak_c).astype(np.float32)
     alpha[y0:y1, x0:x1] = solid
-    ys, xs = np.nonzero(fg_c & ((depth <= rim) | weak_c))
+    ys, xs = np.nonzero(fg_c & (solid == 0))
     if len(ys):
-        key = basis[ys + y0, xs + x0] @ coef
+        key = cv2.cvtColor(model[ys + y0, xs + x0].reshape(-1, 1, 3), cv2.COLOR_Lab2RGB).reshape(-1, 3)
         c = crop[ys, xs]
-        fgc = c.copy()
         # F from the opaque pixels nearby; on parts thinner than the rim from its inner half.
-        for source in (solid, ((depth > rim / 2) & ~weak_c).astype(np.float32)):
-            weight = cv2.boxFilter(source, -1, (window, window), normalize=False)[ys, xs]
-            total = cv2.boxFilter(crop * source[..., None], -1, (window, window), normalize=False)[ys, xs]
-            unset = (fgc == c).all(axis=1) & (weight > 0)
-            fgc[unset] = total[unset] / weight[unset, None]
-        d = fgc - key
-        norm2 = np.sum(d * d, axis=-1)
-        proj = np.clip(np.sum((c - key) * d, axis=-1) / np.maximum(norm2, 1e-6), 0.0, 1.0)
-        off_line = distance(c, key + proj[:, None] * d) > 0.5 * distance(c, key)
+        inner = ((depth > rim / 2) & ~weak_c).astype(np.float32)
+        fore, found = local_mean(crop, solid, window, ys, xs)
+        near, near_found = local_mean(crop, inner, 2 * (rim // 2) + 3, ys, xs)
+        fore = np.where(
+            found[:, None], fore, np.where(near_found[:, None], near, strongest_neighbour(crop, ys, xs, key))
+        )
+        norm2, proj, miss = mix_line(c, key, fore)
+        to_key = distance(c, key)
+        # A pixel the nearby opaque colour does not explain may lie on a thin part of another colour
+        # (a dark leg next to a red body): try the inner colour of its own part.
+        retry = np.flatnonzero((miss > 0.5 * to_key) & near_found & (depth[ys, xs] > 1.5))
+        if len(retry):
+            norm2_near, proj_near, miss_near = mix_line(c[retry], key[retry], near[retry])
+            pick = miss_near < miss[retry]
+            better = retry[pick]
+            norm2[better], proj[better], miss[better] = norm2_near[pick], proj_near[pick], miss_near[pick]
+        off_line = miss > 0.5 * to_key
         own_colour = off_line & (depth[ys, xs] > rim)
         # Foreground too close to the key to unmix, or a colour of its own: known foreground.
         a = np.where((norm2 < 0.05**2) | own_colour, 1.0, proj).astype(np.float32)
         a[a < 0.05] = 0.0  # below noise: no semi-transparent dust around the sprite
-        safe = np.maximum(a, 0.05)[:, None]
-        unmixed = np.clip((c - (1.0 - safe) * key) / safe, 0.0, 1.0)
+        unmixed = despilled(c, key, a)
         alpha[ys + y0, xs + x0] = a
         rgb[ys + y0, xs + x0] = np.where(a[:, None] >= 1.0, c, np.where(a[:, None] > 0, unmixed, key))
     return rgb, alpha
+
+
+def local_mean(
+    image: np.ndarray, source: np.ndarray, window: int, ys: np.ndarray, xs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean colour [N,3], found [N])`` of the ``source`` pixels of ``image`` in a ``window`` box around each point."""
+    weight = cv2.boxFilter(source, -1, (window, window), normalize=False)[ys, xs]
+    total = cv2.boxFilter(image * source[..., None], -1, (window, window), normalize=False)[ys, xs]
+    found = weight > 0
+    return total / np.maximum(weight, 1e-6)[:, None], found
+
+
+def strongest_neighbour(image: np.ndarray, ys: np.ndarray, xs: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """The colour farthest from ``key`` in each point's 3x3 neighbourhood: ``F`` for a line too thin
+    to have an inside (a 1-px sword), whose blurred-in neighbours would otherwise count as opaque."""
+    h, w = image.shape[:2]
+    dy, dx = np.mgrid[-1:2, -1:2].reshape(2, -1)
+    cand = image[np.clip(ys[:, None] + dy, 0, h - 1), np.clip(xs[:, None] + dx, 0, w - 1)]  # [N,9,3]
+    far = np.argmax(np.sum((cand - key[:, None]) ** 2, axis=-1), axis=1)
+    return cand[np.arange(len(ys)), far]
+
+
+def mix_line(c: np.ndarray, key: np.ndarray, fore: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(|F - B|², alpha, miss)`` of pixels ``c`` seen as mixes of ``key`` and ``fore`` ([N,3] each).
+
+    ``alpha`` is the projection of ``C - B`` onto ``F - B``, clipped to 0..1; ``miss`` the distance
+    from ``C`` to that mix: how badly the pair explains the pixel.
+    """
+    d = fore - key
+    norm2 = np.sum(d * d, axis=-1)
+    proj = np.clip(np.sum((c - key) * d, axis=-1) / np.maximum(norm2, 1e-6), 0.0, 1.0)
+    return norm2, proj, distance(c, key + proj[:, None] * d)
+
+
+def despilled(colour: np.ndarray, key: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """``F`` of ``colour = a·F + (1 - a)·key``: the sprite's own colour under a soft pixel, clipped to 0..1
+    (``a`` is taken as at least 0.05, so near-transparent pixels do not blow noise up)."""
+    safe = np.maximum(alpha, 0.05)[..., None]
+    return np.clip((colour - (1.0 - safe) * key) / safe, 0.0, 1.0)
 
 
 def apply_mask(
@@ -366,8 +530,7 @@ def apply_mask(
         key = np.median(pixels.reshape(-1, 3), axis=0).astype(np.float32)
         dist = np.linalg.norm(to_lab(pixels) - to_lab(key[None]), axis=-1)
         if float(np.mean(dist <= max(low, 8.0))) >= 0.8:
-            safe = np.maximum(alpha, 0.05)[..., None]
-            unmixed = np.clip((frames - (1.0 - safe) * key) / safe, 0.0, 1.0)
+            unmixed = despilled(frames, key, alpha)
             edge = ((alpha > 0) & (alpha < 1))[..., None]
             rgb = np.where(edge, unmixed, frames).astype(np.float32)
     return rgb, alpha

@@ -25,7 +25,7 @@ from .options import MASK_POLARITIES
 def remove_background(
     frames: Any,
     mask: Any | None = None,
-    low: float = 2.0,
+    low: float = 1.0,
     high: float = 16.0,
     border: int = 4,
     cleanup: int = 1,
