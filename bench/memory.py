@@ -51,11 +51,14 @@ class LiveBytes(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
+        inputs = {t.untyped_storage()._cdata for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)}
         for tensor in tree_flatten(out)[0]:
             if not isinstance(tensor, torch.Tensor) or id(tensor) in self._tensors:
                 continue
             storage = tensor.untyped_storage()
             key, nbytes = storage._cdata, storage.nbytes()
+            if key in inputs and key not in self._refs:
+                continue  # a view (``weight.t()``) or in-place result of memory made before the stage: not new
             if key not in self._refs:
                 self._refs[key] = 0
                 self.live += nbytes
