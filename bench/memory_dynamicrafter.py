@@ -169,8 +169,8 @@ def counted_peak(run: Callable[[], object]) -> int:
     return counter.peak
 
 
-def compare_on_cpu(name: str, build: Callable[[], tuple[torch.nn.Module, Callable[[], object]]]) -> float:
-    """Build a stage twice (CPU with data, meta without) and print the allocator's and the counter's peaks."""
+def cpu_and_modelled_peaks(build: Callable[[], tuple[torch.nn.Module, Callable[[], object]]]) -> tuple[int, int]:
+    """(CPU allocator peak, modelled peak) of one stage: ``build`` runs twice, on CPU with data and on meta."""
     with torch.device("cpu"):
         model, run = build()
     torch.manual_seed(0)
@@ -184,9 +184,7 @@ def compare_on_cpu(name: str, build: Callable[[], tuple[torch.nn.Module, Callabl
     model.to("meta")  # parameters made by the legacy ``torch.Tensor(...)`` ignore the default device
     with torch.no_grad(), fused_attention(True):
         modelled = counted_peak(run)
-    ratio = modelled / real
-    print(f"  {name:<58} CPU allocator {real / 2**20:8.1f} MiB  modelled {modelled / 2**20:8.1f} MiB  ({ratio:.3f})")
-    return ratio
+    return real, modelled
 
 
 def check_builds() -> dict[str, Callable[[], tuple[torch.nn.Module, Callable[[], object]]]]:
@@ -208,7 +206,12 @@ def check_builds() -> dict[str, Callable[[], tuple[torch.nn.Module, Callable[[],
 
         width = 1280  # ViT-H/14 at 224 as the checkpoints' embedder, 8 of its 32 blocks
         visual = VisionTransformer(
-            image_size=224, patch_size=14, width=width, layers=8, heads=width // HEAD_WIDTH[width], mlp_ratio=4.0,
+            image_size=224,
+            patch_size=14,
+            width=width,
+            layers=8,
+            heads=width // HEAD_WIDTH[width],
+            mlp_ratio=4.0,
             output_dim=1024,
         )
         tower, image = ImageTokens(visual.train(False)), torch.zeros(1, 3, HEIGHT, WIDTH)
@@ -268,7 +271,11 @@ def main() -> None:
     if args.check:
         print("cross-check: peak of the stage's own tensors, real CPU run vs the meta-device model (ratio)")
         for name, build in check_builds().items():
-            compare_on_cpu(name, build)
+            real, modelled = cpu_and_modelled_peaks(build)
+            print(
+                f"  {name:<64} CPU allocator {real / 2**20:7.1f} MiB  modelled {modelled / 2**20:7.1f} MiB"
+                f"  ratio {modelled / real:.3f}"
+            )
 
 
 if __name__ == "__main__":
