@@ -178,14 +178,16 @@ def cogvideox_vae_decode() -> tuple[object, list, Callable[[], object]]:
     return vae, [z], lambda: vae.decode(z)
 
 
-def report(job: str, stages: dict[str, tuple[int, int]], label: str) -> None:
+def report(job: str, stages: dict[str, tuple[int, int]], label: str, shared: int = 0) -> None:
+    """Print the stages, the staged peak and the all-resident baseline; ``shared`` = weight bytes of a model that
+    two stages load (the VAE: encode and decode), counted once in the baseline."""
     staged = max(peak for peak, _ in stages.values())
-    resident = sum(w for _, w in stages.values()) + max(peak - w for peak, w in stages.values())
+    resident = sum(w for _, w in stages.values()) - shared + max(peak - w for peak, w in stages.values())
     print(f"{job} ({label})")
     for name, (peak, weights) in stages.items():
-        print(f"  {name:<34} peak {peak / GIB:6.2f} GiB  (weights {weights / GIB:5.2f} GiB)")
-    print(f"  staged peak (host-managed)         {staged / GIB:6.2f} GiB")
-    print(f"  baseline: all models resident      {resident / GIB:6.2f} GiB   ratio {resident / staged:4.2f}x")
+        print(f"  {name:<40} peak {peak / GIB:6.2f} GiB  (weights {weights / GIB:5.2f} GiB)")
+    print(f"  {'staged peak (host-managed)':<40} {staged / GIB:6.2f} GiB")
+    print(f"  {'baseline: all models resident':<40} {resident / GIB:6.2f} GiB   ratio {resident / staged:4.2f}x")
 
 
 def main() -> None:
