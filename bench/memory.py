@@ -190,12 +190,16 @@ def report(job: str, stages: dict[str, tuple[int, int]], label: str, shared: int
     print(f"  {'baseline: all models resident':<40} {resident / GIB:6.2f} GiB   ratio {resident / staged:4.2f}x")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def memory_parser(description: str) -> argparse.ArgumentParser:
+    """The options every memory bench takes (``--device``, ``--math-attention``)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--device", default=None, help="cuda to measure on a GPU; default: cuda if present, else meta")
     parser.add_argument("--math-attention", action="store_true", help="model unfused attention (score matrices)")
-    parser.add_argument("--mllm-tokens", type=int, default=254 + 200, help="prompt + generated tokens of one turn")
-    args = parser.parse_args()
+    return parser
+
+
+def run_setup(args: argparse.Namespace) -> tuple[torch.device, str, bool]:
+    """(device, report label, fused attention?) from :func:`memory_parser`'s options; imports the pack."""
     import_pack()
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "meta"))
     attention = "unfused attention" if args.math_attention else "fused attention"
@@ -204,7 +208,14 @@ def main() -> None:
         if device.type == "cuda"
         else f"MODELLED from tensor sizes on the meta device, {attention}"
     )
-    fused = not args.math_attention
+    return device, label, not args.math_attention
+
+
+def main() -> None:
+    parser = memory_parser(__doc__.splitlines()[0])
+    parser.add_argument("--mllm-tokens", type=int, default=254 + 200, help="prompt + generated tokens of one turn")
+    args = parser.parse_args()
+    device, label, fused = run_setup(args)
     report(
         "VC2 320x512x16 fp16",
         {

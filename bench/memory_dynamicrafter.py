@@ -21,14 +21,13 @@ allocator, with its running total) and on ``meta`` under the counter, and both p
 
 from __future__ import annotations
 
-import argparse
 import functools
 import sys
 from collections.abc import Callable
 
 import torch
-from _common import ROOT, import_pack
-from memory import GIB, HALF, LiveBytes, fused_attention, report, stage_peak
+from _common import ROOT
+from memory import GIB, HALF, LiveBytes, fused_attention, memory_parser, report, run_setup, stage_peak
 
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -238,20 +237,10 @@ def check_builds() -> dict[str, Callable[[], tuple[torch.nn.Module, Callable[[],
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default=None, help="cuda to measure on a GPU; default: cuda if present, else meta")
-    parser.add_argument("--math-attention", action="store_true", help="model unfused attention (score matrices)")
+    parser = memory_parser(__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="also cross-check the counter on real CPU tensors")
     args = parser.parse_args()
-    import_pack()
-    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "meta"))
-    attention = "unfused attention" if args.math_attention else "fused attention"
-    label = (
-        "measured, torch.cuda.max_memory_allocated"
-        if device.type == "cuda"
-        else f"MODELLED from tensor sizes on the meta device, {attention}"
-    )
-    fused = not args.math_attention
+    device, label, fused = run_setup(args)
     dc, toon = "dynamicrafter_512", "tooncrafter_512_interp"
     report(
         "DynamiCrafter 512 / godmodeanimation Run 320x512x16 fp16",
