@@ -22,8 +22,8 @@ def _tiny_unet():
     from gameanim.nodes.dynamicrafter.unet import DynamiCrafterUNet
     from gameanim.nodes.vc2.unet import UNetLayout
 
-    model = DynamiCrafterUNet(UNetLayout(8, 4, (32, 64), (True, True), 1, 64, 32)).train(False)
-    x, context = torch.zeros(1, 8, 4, 16, 16), torch.zeros(1, 77 + 16 * 4, 64)
+    model = DynamiCrafterUNet(UNetLayout(8, 4, (32,), (True,), 1, 64, 32)).train(False)  # one level, all parts
+    x, context = torch.zeros(1, 8, 2, 16, 16), torch.zeros(1, 77 + 16 * 2, 64)
     return model, lambda: model(x, torch.tensor([999]), context, torch.tensor([10]))
 
 
