@@ -17,6 +17,8 @@ files; the weights are never materialised on the ``meta`` device.  The counting,
 ignored are those of ``bench/memory.py`` (its docstring).  ``--check`` cross-checks the counter against the CPU
 allocator: a small stage runs on real CPU tensors under PyTorch's profiler (every allocation and free of the
 allocator, with its running total) and on ``meta`` under the counter, and both peaks are printed.
+On CUDA each stage's parts are moved to the GPU with ``to_empty`` (uninitialised weights: their values do not
+change the memory) and measured; that path has not been run while writing this (no GPU here).
 """
 
 from __future__ import annotations
