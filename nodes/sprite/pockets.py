@@ -1,0 +1,101 @@
+"""Enclosed key-coloured pockets that are drawn parts of the character, told apart by time.
+
+A pocket of key colour enclosed by the sprite is either background seen through the character
+(between the legs, between arm and body) or a part drawn in the key's own colour (a white visor or
+white eyes on white).  One frame cannot tell them apart: both are the key's colour and enclosed.
+A clip can: a drawn part moves with the body around it, so in every other frame the same
+neighbourhood holds a pocket of the same size and shape, while a gap between the legs changes
+shape from frame to frame, opens to the outside background or closes.  :func:`drawn_pockets`
+follows each pocket through the clip by matching its neighbourhood and keeps those that persist.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+# A pocket is the same pocket in another frame when their areas overlap this much (IoU) after alignment.
+SAME_POCKET = 0.6
+# Share of the other frames in which a pocket must reappear to count as a drawn part.
+QUORUM = 0.75
+# Clips shorter than this have too little evidence: their pockets stay background (the per-frame rule).
+MIN_FRAMES = 3
+
+
+def drawn_pockets(
+    lab: np.ndarray, sprite: list[np.ndarray], pockets: list[np.ndarray], margin: int = 8, search: int = 12
+) -> list[np.ndarray]:
+    """Per frame, the pixels of the enclosed pockets that are drawn parts of the character (bool ``[H,W]``).
+
+    ``lab`` is the clip's (blurred) Lab ``[T,H,W,3]``, ``sprite`` per frame the pixels not connected
+    to the border background (the sprite with its pockets), ``pockets`` per frame a label image of
+    the enclosed key-coloured pockets (0 = none).  A pocket's neighbourhood (its box plus ``margin``
+    px) is looked up in every other frame by template matching within ``search`` px of where the
+    sprite's box moved; the pocket is the same one there when the pockets at the match overlap it
+    with IoU >= SAME_POCKET.  Pockets that reappear in QUORUM of the other frames are drawn parts;
+    a gap that opens to the background, changes shape or closes in more frames stays background.
+    """
+    t = len(lab)
+    kept = [np.zeros(p.shape, bool) for p in pockets]
+    if t < MIN_FRAMES:
+        return kept
+    h, w = pockets[0].shape
+    centres = [box_centre(s) for s in sprite]
+    areas = [np.bincount(p.ravel()) for p in pockets]
+    for i in range(t):
+        for k in range(1, len(areas[i])):
+            if areas[i][k] == 0:
+                continue
+            x, y, bw, bh = cv2.boundingRect((pockets[i] == k).astype(np.uint8))
+            y0, y1 = max(0, y - margin), min(h, y + bh + margin)
+            x0, x1 = max(0, x - margin), min(w, x + bw + margin)
+            template = lab[i, y0:y1, x0:x1]
+            own = pockets[i][y0:y1, x0:x1] == k
+            votes = 0
+            for j in range(t):
+                if j == i or centres[i] is None or centres[j] is None:
+                    continue
+                dy = int(round(centres[j][0] - centres[i][0]))
+                dx = int(round(centres[j][1] - centres[i][1]))
+                at = best_match(lab[j], template, y0 + dy, x0 + dx, search)
+                if at is not None and overlap(own, pockets[j], areas[j], at) >= SAME_POCKET:
+                    votes += 1
+            if votes >= QUORUM * (t - 1):
+                kept[i] |= pockets[i] == k
+    return kept
+
+
+def box_centre(mask: np.ndarray) -> tuple[float, float] | None:
+    """``(y, x)`` centre of the bounding box of ``mask`` (None when empty): the sprite's motion to compensate."""
+    x, y, w, h = cv2.boundingRect(mask.astype(np.uint8))
+    return (y + h / 2, x + w / 2) if w and h else None
+
+
+def best_match(image: np.ndarray, template: np.ndarray, y: int, x: int, search: int) -> tuple[int, int] | None:
+    """Top-left ``(y, x)`` in ``image`` where ``template`` fits best (least squared difference) within
+    ``search`` px of ``(y, x)``; None when the search window does not hold the template."""
+    h, w = image.shape[:2]
+    th, tw = template.shape[:2]
+    sy0, sx0 = max(0, y - search), max(0, x - search)
+    sy1, sx1 = min(h, y + th + search), min(w, x + tw + search)
+    if sy1 - sy0 < th or sx1 - sx0 < tw:
+        return None
+    score = cv2.matchTemplate(np.ascontiguousarray(image[sy0:sy1, sx0:sx1]), template, cv2.TM_SQDIFF)
+    my, mx = np.unravel_index(int(np.argmin(score)), score.shape)
+    return sy0 + int(my), sx0 + int(mx)
+
+
+def overlap(own: np.ndarray, labels: np.ndarray, areas: np.ndarray, at: tuple[int, int]) -> float:
+    """IoU of a pocket (``own``, a crop mask) with the pockets of another frame's ``labels`` it lands on at ``at``.
+
+    The other pockets count with their whole area (``areas`` per label), so a pocket that merged
+    into a larger gap, or leaked out of the crop, does not look like the same pocket.
+    """
+    y, x = at
+    there = labels[y : y + own.shape[0], x : x + own.shape[1]]
+    hit = np.unique(there[own])
+    hit = hit[hit > 0]
+    if not len(hit):
+        return 0.0
+    inter = int(np.count_nonzero(own & np.isin(there, hit)))
+    return inter / (int(own.sum()) + int(areas[hit].sum()) - inter)
