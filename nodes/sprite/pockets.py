@@ -20,6 +20,9 @@ SAME_POCKET = 0.6
 QUORUM = 0.75
 # Clips shorter than this have too little evidence: their pockets stay background (the per-frame rule).
 MIN_FRAMES = 3
+# A frame pair is evidence only when the sprite's silhouette changed by this much (1 - IoU after
+# alignment): in a still or rigidly sliding sprite a gap between the legs persists as well as an eye.
+DEFORMED = 0.05
 
 
 def drawn_pockets(
@@ -51,18 +54,31 @@ def drawn_pockets(
             x0, x1 = max(0, x - margin), min(w, x + bw + margin)
             template = lab[i, y0:y1, x0:x1]
             own = pockets[i][y0:y1, x0:x1] == k
-            votes = 0
+            votes = evidence = 0
             for j in range(t):
                 if j == i or centres[i] is None or centres[j] is None:
                     continue
                 dy = int(round(centres[j][0] - centres[i][0]))
                 dx = int(round(centres[j][1] - centres[i][1]))
                 at = best_match(lab[j], template, y0 + dy, x0 + dx, search)
-                if at is not None and overlap(own, pockets[j], areas[j], at) >= SAME_POCKET:
-                    votes += 1
-            if votes >= QUORUM * (t - 1):
+                if at is None or silhouette_change(sprite[i], sprite[j], (at[0] - y0, at[1] - x0)) < DEFORMED:
+                    continue
+                evidence += 1
+                votes += overlap(own, pockets[j], areas[j], at) >= SAME_POCKET
+            if evidence >= (t - 1) / 2 and votes >= QUORUM * evidence:
                 kept[i] |= pockets[i] == k
     return kept
+
+
+def silhouette_change(a: np.ndarray, b: np.ndarray, shift: tuple[int, int]) -> float:
+    """``1 - IoU`` of silhouette ``a`` and silhouette ``b`` moved back by ``shift`` ``(dy, dx)``."""
+    dy, dx = shift
+    h, w = a.shape
+    ya, yb = slice(max(0, -dy), min(h, h - dy)), slice(max(0, dy), min(h, h + dy))
+    xa, xb = slice(max(0, -dx), min(w, w - dx)), slice(max(0, dx), min(w, w + dx))
+    inter = int(np.count_nonzero(a[ya, xa] & b[yb, xb]))
+    union = int(a.sum()) + int(b.sum()) - inter
+    return 1.0 - inter / union if union else 0.0
 
 
 def box_centre(mask: np.ndarray) -> tuple[float, float] | None:
