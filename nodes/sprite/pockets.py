@@ -17,7 +17,7 @@ import numpy as np
 # A pocket is the same pocket in another frame when their areas overlap this much (IoU) after alignment.
 SAME_POCKET = 0.6
 # Share of the other frames in which a pocket must reappear to count as a drawn part.
-QUORUM = 0.75
+QUORUM = 2 / 3
 # Clips shorter than this have too little evidence: their pockets stay background (the per-frame rule).
 MIN_FRAMES = 3
 # A frame pair is evidence only when the sprite's silhouette changed by this much (1 - IoU after
