@@ -45,29 +45,54 @@ def drawn_pockets(
     h, w = pockets[0].shape
     centres = [box_centre(s) for s in sprite]
     areas = [np.bincount(p.ravel()) for p in pockets]
+    change: dict[tuple[int, int, int, int], float] = {}  # pockets of a frame mostly match at one shift
     for i in range(t):
-        for k in range(1, len(areas[i])):
+        if centres[i] is None:
+            continue
+        for k, (y, x, bh, bw) in enumerate(boxes(pockets[i], len(areas[i])), start=1):
             if areas[i][k] == 0:
                 continue
-            x, y, bw, bh = cv2.boundingRect((pockets[i] == k).astype(np.uint8))
             y0, y1 = max(0, y - margin), min(h, y + bh + margin)
             x0, x1 = max(0, x - margin), min(w, x + bw + margin)
             template = lab[i, y0:y1, x0:x1]
             own = pockets[i][y0:y1, x0:x1] == k
-            votes = evidence = 0
+            same = {}  # frame -> (shift of the neighbourhood, the pocket is there)
             for j in range(t):
-                if j == i or centres[i] is None or centres[j] is None:
+                if j == i or centres[j] is None:
                     continue
                 dy = int(round(centres[j][0] - centres[i][0]))
                 dx = int(round(centres[j][1] - centres[i][1]))
                 at = best_match(lab[j], template, y0 + dy, x0 + dx, search)
-                if at is None or silhouette_change(sprite[i], sprite[j], (at[0] - y0, at[1] - x0)) < DEFORMED:
-                    continue
-                evidence += 1
-                votes += overlap(own, pockets[j], areas[j], at) >= SAME_POCKET
+                if at is not None:
+                    same[j] = ((at[0] - y0, at[1] - x0), overlap(own, pockets[j], areas[j], at) >= SAME_POCKET)
+            if sum(hit for _, hit in same.values()) < QUORUM * (t - 1) / 2:
+                continue  # too few reappearances to ever pass (most gaps): spare the silhouette checks
+            votes = evidence = 0
+            for j, (shift, hit) in same.items():
+                pair = (i, j, *shift)
+                if pair not in change:
+                    change[pair] = silhouette_change(sprite[i], sprite[j], shift)
+                if change[pair] >= DEFORMED:
+                    evidence += 1
+                    votes += hit
             if evidence >= (t - 1) / 2 and votes >= QUORUM * evidence:
                 kept[i] |= pockets[i] == k
     return kept
+
+
+def boxes(labels: np.ndarray, n: int) -> list[tuple[int, int, int, int]]:
+    """``(y, x, height, width)`` of the bounding box of each label ``1..n-1`` (zeros for an absent label)."""
+    ys, xs = np.nonzero(labels)
+    ids = labels[ys, xs]
+    out = []
+    for k in range(1, n):
+        pick = ids == k
+        if not pick.any():
+            out.append((0, 0, 0, 0))
+            continue
+        py, px = ys[pick], xs[pick]
+        out.append((int(py.min()), int(px.min()), int(py.max() - py.min() + 1), int(px.max() - px.min() + 1)))
+    return out
 
 
 def silhouette_change(a: np.ndarray, b: np.ndarray, shift: tuple[int, int]) -> float:
