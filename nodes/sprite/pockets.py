@@ -45,30 +45,34 @@ def drawn_pockets(
     h, w = pockets[0].shape
     centres = [box_centre(s) for s in sprite]
     areas = [np.bincount(p.ravel()) for p in pockets]
+    frames_boxes = [np.array(boxes(p, len(a)), np.float32).reshape(-1, 4) for p, a in zip(pockets, areas, strict=True)]
+    need = QUORUM * (t - 1) / 2  # the fewest reappearances that can pass
     change: dict[tuple[int, int, int, int], float] = {}  # pockets of a frame mostly match at one shift
     for i in range(t):
         if centres[i] is None:
             continue
-        for k, (y, x, bh, bw) in enumerate(boxes(pockets[i], len(areas[i])), start=1):
-            if areas[i][k] == 0:
-                continue
+        similar = similar_pockets(i, frames_boxes, areas, centres, search + margin)
+        for k, (y, x, bh, bw) in enumerate(frames_boxes[i].astype(int), start=1):
+            if areas[i][k] == 0 or similar[k - 1].sum() < need:
+                continue  # no pocket of like size nearby in enough frames (most gaps): not worth matching
             y0, y1 = max(0, y - margin), min(h, y + bh + margin)
             x0, x1 = max(0, x - margin), min(w, x + bw + margin)
             template = lab[i, y0:y1, x0:x1]
             own = pockets[i][y0:y1, x0:x1] == k
-            same = {}  # frame -> (shift of the neighbourhood, the pocket is there)
+            seen = {}  # frame -> (shift of the neighbourhood, the pocket is there)
             for j in range(t):
                 if j == i or centres[j] is None:
                     continue
-                dy = int(round(centres[j][0] - centres[i][0]))
-                dx = int(round(centres[j][1] - centres[i][1]))
-                at = best_match(lab[j], template, y0 + dy, x0 + dx, search)
-                if at is not None:
-                    same[j] = ((at[0] - y0, at[1] - x0), overlap(own, pockets[j], areas[j], at) >= SAME_POCKET)
-            if sum(hit for _, hit in same.values()) < QUORUM * (t - 1) / 2:
-                continue  # too few reappearances to ever pass (most gaps): spare the silhouette checks
+                shift = (int(round(centres[j][0] - centres[i][0])), int(round(centres[j][1] - centres[i][1])))
+                at = best_match(lab[j], template, y0 + shift[0], x0 + shift[1], search) if similar[k - 1, j] else None
+                if at is None:
+                    seen[j] = (shift, False)
+                else:
+                    seen[j] = ((at[0] - y0, at[1] - x0), overlap(own, pockets[j], areas[j], at) >= SAME_POCKET)
+            if sum(hit for _, hit in seen.values()) < need:
+                continue
             votes = evidence = 0
-            for j, (shift, hit) in same.items():
+            for j, (shift, hit) in seen.items():
                 pair = (i, j, *shift)
                 if pair not in change:
                     change[pair] = silhouette_change(sprite[i], sprite[j], shift)
@@ -78,6 +82,26 @@ def drawn_pockets(
             if evidence >= (t - 1) / 2 and votes >= QUORUM * evidence:
                 kept[i] |= pockets[i] == k
     return kept
+
+
+def similar_pockets(
+    i: int, frames_boxes: list[np.ndarray], areas: list[np.ndarray], centres: list, reach: float
+) -> np.ndarray:
+    """``[pockets of frame i, T]``: whether frame ``j`` has a pocket of like area (IoU >= SAME_POCKET needs
+    areas within that ratio) within ``reach`` px of where the sprite's motion takes the pocket."""
+    own = frames_boxes[i]
+    mid = own[:, :2] + own[:, 2:] / 2
+    area = areas[i][1:].astype(np.float32)
+    out = np.zeros((len(own), len(frames_boxes)), bool)
+    for j, other in enumerate(frames_boxes):
+        if j == i or centres[j] is None or not len(other) or not len(own):
+            continue
+        moved = mid + np.subtract(centres[j], centres[i])
+        there = other[:, :2] + other[:, 2:] / 2
+        near = (np.abs(moved[:, None] - there[None]) <= reach).all(axis=-1)
+        ratio = areas[j][1:].astype(np.float32)[None] / np.maximum(area[:, None], 1)
+        out[:, j] = (near & (ratio >= SAME_POCKET) & (ratio <= 1 / SAME_POCKET)).any(axis=1)
+    return out
 
 
 def boxes(labels: np.ndarray, n: int) -> list[tuple[int, int, int, int]]:
@@ -114,14 +138,24 @@ def box_centre(mask: np.ndarray) -> tuple[float, float] | None:
 
 def best_match(image: np.ndarray, template: np.ndarray, y: int, x: int, search: int) -> tuple[int, int] | None:
     """Top-left ``(y, x)`` in ``image`` where ``template`` fits best (least squared difference) within
-    ``search`` px of ``(y, x)``; None when the search window does not hold the template."""
+    ``search`` px of ``(y, x)``; None when the search window does not hold the template.
+
+    Coarse to fine: a wide search is first done on every other pixel of the lightness channel, then
+    refined within 2 px at full resolution (the full search cost more than the rest of the matte).
+    """
+    if search > 2 and min(template.shape[:2]) >= 12:
+        coarse = best_match(image[::2, ::2, :1], template[::2, ::2, :1], y // 2, x // 2, (search + 1) // 2)
+        if coarse is not None:
+            y, x, search = 2 * coarse[0], 2 * coarse[1], 2
     h, w = image.shape[:2]
     th, tw = template.shape[:2]
     sy0, sx0 = max(0, y - search), max(0, x - search)
     sy1, sx1 = min(h, y + th + search), min(w, x + tw + search)
     if sy1 - sy0 < th or sx1 - sx0 < tw:
         return None
-    score = cv2.matchTemplate(np.ascontiguousarray(image[sy0:sy1, sx0:sx1]), template, cv2.TM_SQDIFF)
+    score = cv2.matchTemplate(
+        np.ascontiguousarray(image[sy0:sy1, sx0:sx1]), np.ascontiguousarray(template), cv2.TM_SQDIFF
+    )
     my, mx = np.unravel_index(int(np.argmin(score)), score.shape)
     return sy0 + int(my), sx0 + int(mx)
 
