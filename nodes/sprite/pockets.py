@@ -51,7 +51,7 @@ def drawn_pockets(
     for i in range(t):
         if centres[i] is None:
             continue
-        similar = similar_pockets(i, frames_boxes, areas, centres, search + margin)
+        similar = similar_pockets(i, frames_boxes, areas, centres, search + margin // 2)
         for k, (y, x, bh, bw) in enumerate(frames_boxes[i].astype(int), start=1):
             if areas[i][k] == 0 or similar[k - 1].sum() < need:
                 continue  # no pocket of like size nearby in enough frames (most gaps): not worth matching
