@@ -35,8 +35,10 @@ def drawn_pockets(
     the enclosed key-coloured pockets (0 = none).  A pocket's neighbourhood (its box plus ``margin``
     px) is looked up in every other frame by template matching within ``search`` px of where the
     sprite's box moved; the pocket is the same one there when the pockets at the match overlap it
-    with IoU >= SAME_POCKET.  Pockets that reappear in QUORUM of the other frames are drawn parts;
-    a gap that opens to the background, changes shape or closes in more frames stays background.
+    with IoU >= SAME_POCKET.  Only frame pairs between which the silhouette deformed count (a still
+    or sliding sprite keeps its gaps too).  Pockets that reappear in QUORUM of those frames, and in
+    no frame land on the outside background, are drawn parts; a gap that opens to the outside in
+    any frame, or changes shape or closes in more frames, stays background.
     """
     t = len(lab)
     kept = [np.zeros(p.shape, bool) for p in pockets]
@@ -79,9 +81,24 @@ def drawn_pockets(
                 if change[pair] >= DEFORMED:
                     evidence += 1
                     votes += hit
-            if evidence >= (t - 1) / 2 and votes >= QUORUM * evidence:
+            if evidence < (t - 1) / 2 or votes < QUORUM * evidence:
+                continue
+            # A part drawn in the key colour is enclosed wherever it is; a gap that opens to the
+            # outside in any frame (the forearm lifted, the feet apart) is background.
+            opened = False
+            for j, (shift, hit) in seen.items():
+                if not hit:
+                    at = best_match(lab[j], template, y0 + shift[0], x0 + shift[1], search)
+                    opened |= at is not None and outside(own, sprite[j], at) >= 0.5
+            if not opened:
                 kept[i] |= pockets[i] == k
     return kept
+
+
+def outside(own: np.ndarray, sprite: np.ndarray, at: tuple[int, int]) -> float:
+    """Share of a pocket (``own``, a crop mask) that lands on another frame's outside background at ``at``."""
+    there = sprite[at[0] : at[0] + own.shape[0], at[1] : at[1] + own.shape[1]]
+    return float(np.count_nonzero(own & ~there)) / max(int(own.sum()), 1)
 
 
 def similar_pockets(
