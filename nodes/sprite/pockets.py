@@ -34,7 +34,7 @@ def drawn_pockets(
     to the border background (the sprite with its pockets), ``pockets`` per frame a label image of
     the enclosed key-coloured pockets (0 = none).  A pocket's neighbourhood (its box plus ``margin``
     px) is looked up in every other frame by template matching within ``search`` px of where the
-    sprite's box moved; the pocket is the same one there when the pockets at the match overlap it
+    sprite's centroid moved; the pocket is the same one there when the pockets at the match overlap it
     with IoU >= SAME_POCKET.  Only frame pairs between which the silhouette deformed count (a still
     or sliding sprite keeps its gaps too).  Pockets that reappear in QUORUM of those frames, and in
     no frame land on the outside background, are drawn parts; a gap that opens to the outside in
@@ -45,7 +45,7 @@ def drawn_pockets(
     if t < MIN_FRAMES:
         return kept
     h, w = pockets[0].shape
-    centres = [box_centre(s) for s in sprite]
+    centres = [centroid(s) for s in sprite]
     areas = [np.bincount(p.ravel()) for p in pockets]
     frames_boxes = [np.array(boxes(p, len(a)), np.float32).reshape(-1, 4) for p, a in zip(pockets, areas, strict=True)]
     need = QUORUM * (t - 1) / 2  # the fewest reappearances that can pass
@@ -147,10 +147,14 @@ def silhouette_change(a: np.ndarray, b: np.ndarray, shift: tuple[int, int]) -> f
     return 1.0 - inter / union if union else 0.0
 
 
-def box_centre(mask: np.ndarray) -> tuple[float, float] | None:
-    """``(y, x)`` centre of the bounding box of ``mask`` (None when empty): the sprite's motion to compensate."""
-    x, y, w, h = cv2.boundingRect(mask.astype(np.uint8))
-    return (y + h / 2, x + w / 2) if w and h else None
+def centroid(mask: np.ndarray) -> tuple[float, float] | None:
+    """``(y, x)`` centroid of ``mask`` (None when empty): the sprite's motion to compensate.
+
+    Not the bounding box's centre: on a noisy key a few background islands far from the sprite
+    stretch the box, and they weigh next to nothing in the centroid.
+    """
+    m = cv2.moments(mask.astype(np.uint8), binaryImage=True)
+    return (m["m01"] / m["m00"], m["m10"] / m["m00"]) if m["m00"] else None
 
 
 def best_match(image: np.ndarray, template: np.ndarray, y: int, x: int, search: int) -> tuple[int, int] | None:
