@@ -15,9 +15,10 @@ therefore decides *where* the background is, not only *what colour* it is:
    say so (InputError) instead of keying out half a scene.
 3. **Background = connected to the frame border**: pixels within tolerance of the model that touch
    the border through other such pixels.  Pockets enclosed by the sprite (between arm and body,
-   between the legs) are background when they are at least ``min_hole`` px and their mean colour
-   is the key's; smaller key-coloured islands (white eyes on white, a grey buckle on grey) and
-   pale parts (light shoes on grey) stay part of the character.  Opaque specks smaller than
+   between the legs) of at least ``min_hole`` px whose mean colour is the key's are background,
+   unless over the clip they behave as a part drawn in the key's colour (a white visor on white:
+   it moves with the body and keeps its shape, see :mod:`.pockets`); smaller key-coloured islands
+   and pale parts (light shoes on grey) stay part of the character.  Opaque specks smaller than
    ``(2·cleanup+3)²`` px, and islands with no pixel clearly off the key, are dropped.
 4. **Unmix** the rim: an edge pixel is ``C = a·F + (1 - a)·B`` with ``B`` the background model
    there and ``F`` the mean of nearby interior pixels; ``a`` is the projection of ``C - B`` onto
