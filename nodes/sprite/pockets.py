@@ -26,16 +26,21 @@ DEFORMED = 0.05
 
 
 def drawn_pockets(
-    lab: np.ndarray, sprite: list[np.ndarray], pockets: list[np.ndarray], margin: int = 8, search: int = 12
+    lab: np.ndarray,
+    sprite: list[np.ndarray],
+    pockets: list[np.ndarray],
+    margin: int = 8,
+    search: int = 12,
+    reach: int = 8,
 ) -> list[np.ndarray]:
     """Per frame, the pixels of the enclosed pockets that are drawn parts of the character (bool ``[H,W]``).
 
     ``lab`` is the clip's (blurred) Lab ``[T,H,W,3]``, ``sprite`` per frame the pixels not connected
     to the border background (the sprite with its pockets), ``pockets`` per frame a label image of
     the enclosed key-coloured pockets (0 = none).  A pocket's neighbourhood (its box plus ``margin``
-    px) is looked up in every other frame by template matching within ``search`` px of where the
-    sprite's centroid moved; the pocket is the same one there when the pockets at the match overlap it
-    with IoU >= SAME_POCKET.  Only frame pairs between which the silhouette deformed count (a still
+    px) is looked up in the other frames up to ``reach`` away (which bounds the work on long clips)
+    by template matching within ``search`` px of where the sprite's centroid moved; the pocket is
+    the same one there when the pockets at the match overlap it with IoU >= SAME_POCKET.  Only frame pairs between which the silhouette deformed count (a still
     or sliding sprite keeps its gaps too).  Pockets that reappear in QUORUM of those frames, and in
     no frame land on the outside background, are drawn parts; a gap that opens to the outside in
     any frame, or changes shape or closes in more frames, stays background.
@@ -48,12 +53,13 @@ def drawn_pockets(
     centres = [centroid(s) for s in sprite]
     areas = [np.bincount(p.ravel()) for p in pockets]
     frames_boxes = [np.array(boxes(p, len(a)), np.float32).reshape(-1, 4) for p, a in zip(pockets, areas, strict=True)]
-    need = QUORUM * (t - 1) / 2  # the fewest reappearances that can pass
     change: dict[tuple[int, int, int, int], float] = {}  # pockets of a frame mostly match at one shift
     for i in range(t):
         if centres[i] is None:
             continue
-        similar = similar_pockets(i, frames_boxes, areas, centres, search + margin // 2)
+        others = [j for j in range(max(0, i - reach), min(t, i + reach + 1)) if j != i and centres[j] is not None]
+        need = QUORUM * len(others) / 2  # the fewest reappearances that can pass
+        similar = similar_pockets(i, others, frames_boxes, areas, centres, search + margin // 2)
         for k, (y, x, bh, bw) in enumerate(frames_boxes[i].astype(int), start=1):
             if areas[i][k] == 0 or similar[k - 1].sum() < need:
                 continue  # no pocket of like size nearby in enough frames (most gaps): not worth matching
@@ -62,9 +68,7 @@ def drawn_pockets(
             template = lab[i, y0:y1, x0:x1]
             own = pockets[i][y0:y1, x0:x1] == k
             seen = {}  # frame -> (shift of the neighbourhood, the pocket is there)
-            for j in range(t):
-                if j == i or centres[j] is None:
-                    continue
+            for j in others:
                 shift = (int(round(centres[j][0] - centres[i][0])), int(round(centres[j][1] - centres[i][1])))
                 at = best_match(lab[j], template, y0 + shift[0], x0 + shift[1], search) if similar[k - 1, j] else None
                 if at is None:
@@ -81,7 +85,7 @@ def drawn_pockets(
                 if change[pair] >= DEFORMED:
                     evidence += 1
                     votes += hit
-            if evidence < (t - 1) / 2 or votes < QUORUM * evidence:
+            if evidence < len(others) / 2 or votes < QUORUM * evidence:
                 continue
             # A part drawn in the key colour is enclosed wherever it is; a gap that opens to the
             # outside in any frame (the forearm lifted, the feet apart) is background.
@@ -102,16 +106,17 @@ def outside(own: np.ndarray, sprite: np.ndarray, at: tuple[int, int]) -> float:
 
 
 def similar_pockets(
-    i: int, frames_boxes: list[np.ndarray], areas: list[np.ndarray], centres: list, reach: float
+    i: int, others: list[int], frames_boxes: list[np.ndarray], areas: list[np.ndarray], centres: list, reach: float
 ) -> np.ndarray:
-    """``[pockets of frame i, T]``: whether frame ``j`` has a pocket of like area (IoU >= SAME_POCKET needs
+    """``[pockets of frame i, T]``: whether frame ``j`` (of ``others``) has a pocket of like area (IoU >= SAME_POCKET needs
     areas within that ratio) within ``reach`` px of where the sprite's motion takes the pocket."""
     own = frames_boxes[i]
     mid = own[:, :2] + own[:, 2:] / 2
     area = areas[i][1:].astype(np.float32)
     out = np.zeros((len(own), len(frames_boxes)), bool)
-    for j, other in enumerate(frames_boxes):
-        if j == i or centres[j] is None or not len(other) or not len(own):
+    for j in others:
+        other = frames_boxes[j]
+        if not len(other) or not len(own):
             continue
         moved = mid + np.subtract(centres[j], centres[i])
         there = other[:, :2] + other[:, 2:] / 2
