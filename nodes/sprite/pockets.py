@@ -108,11 +108,16 @@ def outside(own: np.ndarray, sprite: np.ndarray, at: tuple[int, int]) -> float:
 def similar_pockets(
     i: int, others: list[int], frames_boxes: list[np.ndarray], areas: list[np.ndarray], centres: list, reach: float
 ) -> np.ndarray:
-    """``[pockets of frame i, T]``: whether frame ``j`` (of ``others``) has a pocket of like area (IoU >= SAME_POCKET needs
-    areas within that ratio) within ``reach`` px of where the sprite's motion takes the pocket."""
+    """``[pockets of frame i, T]``: whether frame ``j`` (of ``others``) has a pocket of like size within
+    ``reach`` px of where the sprite's motion takes the pocket.
+
+    Like size: area, height and width each within the ratio SAME_POCKET (the same shape overlapping
+    by that IoU cannot differ more); a cheap test that spares the template matching for most gaps
+    and for the islands a noisy key leaves, which have no twin nearby.
+    """
     own = frames_boxes[i]
     mid = own[:, :2] + own[:, 2:] / 2
-    area = areas[i][1:].astype(np.float32)
+    size = np.concatenate([areas[i][1:, None], own[:, 2:]], axis=1).astype(np.float32)  # area, height, width
     out = np.zeros((len(own), len(frames_boxes)), bool)
     for j in others:
         other = frames_boxes[j]
@@ -121,8 +126,10 @@ def similar_pockets(
         moved = mid + np.subtract(centres[j], centres[i])
         there = other[:, :2] + other[:, 2:] / 2
         near = (np.abs(moved[:, None] - there[None]) <= reach).all(axis=-1)
-        ratio = areas[j][1:].astype(np.float32)[None] / np.maximum(area[:, None], 1)
-        out[:, j] = (near & (ratio >= SAME_POCKET) & (ratio <= 1 / SAME_POCKET)).any(axis=1)
+        other_size = np.concatenate([areas[j][1:, None], other[:, 2:]], axis=1).astype(np.float32)
+        ratio = other_size[None] / np.maximum(size[:, None], 1)
+        alike = ((ratio >= SAME_POCKET) & (ratio <= 1 / SAME_POCKET)).all(axis=-1)
+        out[:, j] = (near & alike).any(axis=1)
     return out
 
 
