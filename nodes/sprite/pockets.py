@@ -40,10 +40,11 @@ def drawn_pockets(
     the enclosed key-coloured pockets (0 = none).  A pocket's neighbourhood (its box plus ``margin``
     px) is looked up in the other frames up to ``reach`` away (which bounds the work on long clips)
     by template matching within ``search`` px of where the sprite's centroid moved; the pocket is
-    the same one there when the pockets at the match overlap it with IoU >= SAME_POCKET.  Only frame pairs between which the silhouette deformed count (a still
-    or sliding sprite keeps its gaps too).  Pockets that reappear in QUORUM of those frames, and in
-    no frame land on the outside background, are drawn parts; a gap that opens to the outside in
-    any frame, or changes shape or closes in more frames, stays background.
+    the same one there when the pockets at the match overlap it with IoU >= SAME_POCKET.  Only frame
+    pairs between which the silhouette deformed count (a still or sliding sprite keeps its gaps
+    too).  Pockets that reappear in QUORUM of those frames, and in none of the compared frames land
+    on the outside background, are drawn parts; a gap that opens to the outside, or changes shape or
+    closes in more frames, stays background.
     """
     t = len(lab)
     kept = [np.zeros(p.shape, bool) for p in pockets]
