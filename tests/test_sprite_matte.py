@@ -159,3 +159,53 @@ def test_frames_a_few_pixels_wide_key_a_flat_background():
     _, alpha, background = matte.remove_background(frames, cleanup=0)
     np.testing.assert_allclose(background.rgb, 0.5, atol=1 / 255)
     assert alpha[:, 2, 3].tolist() == [1.0, 1.0] and alpha.sum() == 2.0
+
+
+def walker(t: int = 8, deform: bool = True, seed: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A hard-edged figure on white, ``(frames, visor, gap)``: a dark body and head holding a white
+    visor (the key's colour, enclosed), an arm that encloses a gap against the body, two legs.
+
+    ``deform``: the legs swing and the arm's gap changes width and opens in some frames, as in a
+    walk; otherwise every frame is the first one, slid by whole pixels.
+    """
+    rng = np.random.default_rng(seed)
+    frames = np.ones((t, 96, 128, 3), np.float32)
+    visor = np.zeros((t, 96, 128), bool)
+    gap = np.zeros((t, 96, 128), bool)
+    dark = (0.1, 0.1, 0.4)
+    for i in range(t):
+        k = i if deform else 0
+        y, x = 20 + int(rng.integers(-3, 4)), 50 + int(rng.integers(-3, 4))
+        f = frames[i]
+        f[y : y + 16, x + 4 : x + 24] = dark  # head
+        f[y + 16 : y + 50, x : x + 28] = dark  # body
+        swing = [-8, -4, 0, 4, 8, 4, 0, -4][k % 8]
+        f[y + 50 : y + 70, x + 2 + swing : x + 10 + swing] = dark  # legs
+        f[y + 50 : y + 70, x + 18 - swing : x + 26 - swing] = dark
+        width = [6, 9, 12, 14, 12, 9, 6, 8][k % 8]  # the arm's gap
+        f[y + 20 : y + 24, x + 28 : x + 32 + width] = dark
+        f[y + 20 : y + 46, x + 28 + width : x + 32 + width] = dark
+        if k % 8 not in (3, 4):  # open in two frames: the forearm lifted away
+            f[y + 42 : y + 46, x + 28 : x + 32 + width] = dark
+        gap[i, y + 24 : y + 42, x + 28 : x + 28 + width] = True
+        f[y + 5 : y + 11, x + 7 : x + 21] = 1.0  # the white visor
+        visor[i, y + 5 : y + 11, x + 7 : x + 21] = True
+    return frames, visor, gap
+
+
+def test_key_coloured_part_that_moves_with_the_body_is_kept_and_gaps_are_not():
+    frames, visor, gap = walker()
+    _, alpha, _ = matte.remove_background(frames)
+    assert (alpha[visor] == 1).all()  # the visor reappears, same shape, where the head went
+    assert (alpha[gap] == 0).all()  # the arm's gap changes width and opens: background
+
+
+def test_without_temporal_evidence_enclosed_key_colour_is_background():
+    """One frame, or a figure that only slides (its gaps persist as well as its visor): no evidence,
+    so the per-frame rule holds and enclosed key-coloured pockets are keyed out."""
+    frames, visor, gap = walker(deform=False)
+    for clip, v, g in ((frames[:1], visor[:1], gap[:1]), (frames, visor, gap)):
+        _, alpha, _ = matte.remove_background(clip)
+        inner_gap = g & (alpha >= 0)
+        assert (alpha[v] == 0).mean() > 0.9
+        assert (alpha[inner_gap] == 0).all()

@@ -7,6 +7,7 @@ the sprite's own anti-aliased alpha.
 
 from __future__ import annotations
 
+import cv2
 import gameanim.nodes.sprite.anchor as anchor
 import gameanim.nodes.sprite.matte as matte
 import numpy as np
@@ -14,15 +15,16 @@ import pytest
 import sprite_real as real
 import sprite_synth as synth
 
-# Parts drawn in the key's own colour: no colour matte can tell them from a hole or from the
-# background, so these (character, key) pairs keep a lower bound.  Measured minimum over 8 frames
-# (clean / generated): robot on white 0.968 / 0.959 (the visor is pure white, enclosed by the
-# dome); female person on light grey 0.969 / 0.961 (shoe soles drawn in grey 204-210 on a 204 key);
-# male adventurer on white 0.977 / 0.963 (eye whites and teeth pure white, sleeves 245).
+# Parts drawn in the key's own colour that the matte still cannot tell from background keep a
+# lower bound (measured minimum over 8 frames, clean / generated).  Female person on light grey
+# 0.969 / 0.961: the shoe soles are grey 204-210 on a 204 key, on the silhouette's edge, so they
+# touch the outside background.  Male adventurer on white 0.983 / 0.968: the sleeves (245) on the
+# silhouette's edge, and under noise his eye whites merge with the background in some frames.  The
+# robot's white visor on white (0.968 / 0.959 before) is an enclosed pocket that moves with the
+# head in every frame and is now kept (0.990 / 0.980).
 KEY_COLOURED_PARTS = {
-    ("robot", "white"): 0.955,
     ("female_person", "light_grey"): 0.955,
-    ("male_adventurer", "white"): 0.96,
+    ("male_adventurer", "white"): 0.965,
 }
 
 
@@ -38,6 +40,48 @@ def test_matte_iou_on_every_key(key, generated):
     # The old fixed-ΔE matte scored 0.27 on mid grey; last session's 0.95.
     for character, iou in worst.items():
         assert iou >= KEY_COLOURED_PARTS.get((character, key), 0.97), (character, key, generated, iou)
+
+
+@pytest.mark.parametrize("generated", [False, True], ids=["clean", "generated"])
+@pytest.mark.parametrize(
+    "character, clean_bound, generated_bound", [("robot", 0.85, 0.75), ("male_adventurer", 0.4, 0.2)]
+)
+def test_white_parts_on_white_survive(character, clean_bound, generated_bound, generated):
+    """The robot's visor and the adventurer's eye whites are pure white, enclosed, on a white key.
+
+    They are pockets of key colour like the gap between the legs; over the clip they move with the
+    head and keep their shape, so the matte keeps them.  Measured min share kept over 8 frames
+    (clean / generated): robot 0.89 / 0.79, male adventurer 0.48 / 0.25; the per-frame rule
+    (main before this change) kept 0.06 / 0.07 and 0.11 / 0.06.
+    """
+    clean, truth, _ = real.composite(character, real.KEYS["white"], jitter=4, seed=1)
+    frames = real.composite(character, real.KEYS["white"], jitter=4, seed=1, generated=True)[0] if generated else clean
+    drawn_white = (truth >= 0.99) & (clean.min(axis=-1) >= 0.98)  # opaque sprite pixels the colour of the key
+    assert drawn_white.sum(axis=(1, 2)).min() >= 90
+    _, alpha, _ = matte.remove_background(frames)
+    kept = min((a[d] >= 0.5).mean() for a, d in zip(alpha, drawn_white, strict=True))
+    assert kept >= (generated_bound if generated else clean_bound), kept
+
+
+@pytest.mark.parametrize("generated", [False, True], ids=["clean", "generated"])
+@pytest.mark.parametrize("key", ["white", "green"])
+@pytest.mark.parametrize("character", ["robot", "female_adventurer", "female_person"])
+def test_gap_between_the_legs_is_transparent(character, key, generated):
+    """Background the legs enclose (>= 100 px in some frames) is keyed out, on white too, where
+    key-coloured pockets that persist over the clip are kept: the gap changes shape and closes."""
+    frames, truth, _ = real.composite(character, real.KEYS[key], jitter=4, seed=1, generated=generated)
+    _, alpha, _ = matte.remove_background(frames)
+    inside = total = 0
+    for a, t in zip(alpha, truth, strict=True):
+        n, labels, stats, _ = cv2.connectedComponentsWithStats((t < 0.01).astype(np.uint8), connectivity=4)
+        outside = np.unique(np.concatenate([labels[0], labels[-1], labels[:, 0], labels[:, -1]]))
+        gaps = np.setdiff1d(np.flatnonzero(stats[1:, cv2.CC_STAT_AREA] >= 100) + 1, outside)  # 0: the sprite
+        gap = cv2.erode(np.isin(labels, gaps).astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+        total += gap.sum()
+        inside += (a[gap] == 0).sum()
+        assert synth.iou(a, t) >= KEY_COLOURED_PARTS.get((character, key), 0.97)
+    assert total >= 150  # the walk really encloses gaps
+    assert inside >= 0.99 * total, (inside, total)
 
 
 def noisy_copies(frames: np.ndarray, seed: int = 5) -> np.ndarray:

@@ -15,9 +15,10 @@ therefore decides *where* the background is, not only *what colour* it is:
    say so (InputError) instead of keying out half a scene.
 3. **Background = connected to the frame border**: pixels within tolerance of the model that touch
    the border through other such pixels.  Pockets enclosed by the sprite (between arm and body,
-   between the legs) are background when they are at least ``min_hole`` px and their mean colour
-   is the key's; smaller key-coloured islands (white eyes on white, a grey buckle on grey) and
-   pale parts (light shoes on grey) stay part of the character.  Opaque specks smaller than
+   between the legs) of at least ``min_hole`` px whose mean colour is the key's are background,
+   unless over the clip they behave as a part drawn in the key's colour (a white visor on white:
+   it moves with the body and keeps its shape, see :mod:`.pockets`); smaller key-coloured islands
+   and pale parts (light shoes on grey) stay part of the character.  Opaque specks smaller than
    ``(2·cleanup+3)²`` px, and islands with no pixel clearly off the key, are dropped.
 4. **Unmix** the rim: an edge pixel is ``C = a·F + (1 - a)·B`` with ``B`` the background model
    there and ``F`` the mean of nearby interior pixels; ``a`` is the projection of ``C - B`` onto
@@ -43,6 +44,7 @@ import numpy as np
 
 from ...core.errors import InputError
 from ...core.progress import ProgressFn, no_progress
+from .pockets import drawn_pockets
 
 # Largest colour change (ΔE across the frame) of a background we still call "solid": a gentle
 # gradient or vignette, not a scene or a sky.
@@ -245,7 +247,12 @@ def remove_background(
     alpha = np.empty((t, h, w), np.float32)
     speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
     with ThreadPoolExecutor(WORKERS) as pool:  # OpenCV and numpy release the GIL
-        jobs = [pool.submit(matte_frame, frames[i], lab[i], surface, coefs[i], tol, min_hole, speck) for i in range(t)]
+        found = list(pool.map(lambda i: find_pockets(lab[i], surface, coefs[i], tol, min_hole), range(t)))
+        drawn = drawn_pockets(lab, [~f[2] for f in found], [f[3] for f in found])
+        jobs = []
+        for i, (model, dist, bg, labels) in enumerate(found):
+            bg |= (labels > 0) & ~drawn[i]  # pockets that are no drawn part: background seen through
+            jobs.append(pool.submit(matte_frame, frames[i], dist, model, bg, tol, speck))
         try:
             for i, job in enumerate(jobs):
                 rgb[i], alpha[i] = job.result()
@@ -287,13 +294,21 @@ def fit_backgrounds(lab: np.ndarray, surface: Surface, border: int, low: float) 
     return coefs, noise_tolerance(resid, low), resid
 
 
-def matte_frame(
-    frame: np.ndarray, lab: np.ndarray, surface: Surface, coef: np.ndarray, tol: float, min_hole: int, speck: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(rgb, alpha)`` of one frame given its Lab, its background surface ``coef`` and the clip's tolerance."""
+def find_pockets(
+    lab: np.ndarray, surface: Surface, coef: np.ndarray, tol: float, min_hole: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(model, dist, border background, pocket labels)`` of one frame: the first half of the matte,
+    before the clip decides which pockets are drawn parts."""
     model = surface.render(coef)
     dist = distance(lab, model)
-    bg = background_region(dist, tol, min_hole, lab, model)
+    bg = background_region(dist, tol)
+    return model, dist, bg, pocket_labels(dist, tol, bg, min_hole, lab, model)
+
+
+def matte_frame(
+    frame: np.ndarray, dist: np.ndarray, model: np.ndarray, bg: np.ndarray, tol: float, speck: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(rgb, alpha)`` of one frame given its distance map, background ``model`` and background region ``bg``."""
     fg = remove_specks(~bg, speck, dist >= WEAK * tol)
     rgb, alpha = unmix(frame, fg, dist, tol, model)
     if speck:  # unmixing can leave compression blocks next to the sprite more opaque than not
@@ -343,38 +358,45 @@ def noise_tolerance(resid: np.ndarray, low: float) -> float:
     return max(low, 3.5 * med, 2.0 * q99)
 
 
-def background_region(
-    dist: np.ndarray, tol: float, min_hole: int = 0, lab: np.ndarray | None = None, model: np.ndarray | None = None
-) -> np.ndarray:
-    """Background pixels of one frame from its distance map ``dist`` (ΔE to the background model).
-
-    The background is everything within ``tol`` that is connected to the frame border, plus pockets
-    enclosed by the sprite: regions of at least ``min_hole`` px within ``3·tol`` (compression rings
-    harder in a small pocket) whose *mean* colour offset from the ``model`` (``lab - model``, both
-    ``[H,W,3]``) is within ``1.5·tol``: noise and ringing average out over a pocket, while a key-like part of the character (a
-    pale visor on white, light shoes on grey) is offset the same way everywhere.  Smaller key-coloured
-    islands (a highlight, white teeth on white) stay part of the character.  ``min_hole`` 0 (or no
-    ``lab``) means: no pockets.
-    """
+def background_region(dist: np.ndarray, tol: float) -> np.ndarray:
+    """Background pixels of one frame from its distance map ``dist`` (ΔE to the background model):
+    everything within ``tol`` that is connected to the frame border."""
     n, labels = cv2.connectedComponents((dist <= tol).astype(np.uint8), connectivity=4)
     keep = np.zeros(n, bool)
     for edge in (labels[0], labels[-1], labels[:, 0], labels[:, -1]):
         keep[edge] = True
     keep[0] = False  # label 0 is the set farther than tol
-    bg = keep[labels]
+    return keep[labels]
+
+
+def pocket_labels(
+    dist: np.ndarray, tol: float, bg: np.ndarray, min_hole: int, lab: np.ndarray, model: np.ndarray
+) -> np.ndarray:
+    """Label image ``[H,W]`` (int32, 0 = none) of the key-coloured pockets the sprite encloses.
+
+    A pocket is a region, not connected to the border background ``bg``, of at least ``min_hole`` px
+    within ``3·tol`` (compression rings harder in a small pocket) whose *mean* colour offset from the
+    ``model`` (``lab - model``, both ``[H,W,3]``) is within ``1.5·tol``: noise and ringing average out
+    over a pocket, while a pale part of the character (light shoes on grey) is offset the same way
+    everywhere.  Smaller key-coloured islands (a highlight, white teeth on white) are no pockets.
+    Whether a pocket is background or a part drawn in the key colour is decided over the clip
+    (:func:`.pockets.drawn_pockets`).
+    """
+    out = np.zeros(dist.shape, np.int32)
     box = sprite_box(~bg)
-    if min_hole > 0 and lab is not None and model is not None and box is not None:
-        inner = bg[box]  # pockets lie inside the sprite's box
-        loose = (dist[box] <= 3.0 * tol) & ~inner
-        n, labels, stats, _ = cv2.connectedComponentsWithStats(loose.astype(np.uint8), connectivity=4)
-        area = np.maximum(stats[:, cv2.CC_STAT_AREA], 1)
-        flat = labels[loose]
-        off = lab[box][loose] - model[box][loose]
-        mean = np.stack([np.bincount(flat, weights=off[:, c], minlength=n) for c in range(3)], -1)
-        pocket = (area >= min_hole) & (np.linalg.norm(mean / area[:, None], axis=-1) <= 1.5 * tol)
-        pocket[0] = False
-        inner |= pocket[labels]
-    return bg
+    if min_hole <= 0 or box is None:
+        return out
+    loose = (dist[box] <= 3.0 * tol) & ~bg[box]
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(loose.astype(np.uint8), connectivity=4)
+    area = np.maximum(stats[:, cv2.CC_STAT_AREA], 1)
+    flat = labels[loose]
+    off = lab[box][loose] - model[box][loose]
+    mean = np.stack([np.bincount(flat, weights=off[:, c], minlength=n) for c in range(3)], -1)
+    pocket = (area >= min_hole) & (np.linalg.norm(mean / area[:, None], axis=-1) <= 1.5 * tol)
+    pocket[0] = False
+    ids = np.where(pocket, np.cumsum(pocket), 0).astype(np.int32)
+    out[box] = ids[labels]
+    return out
 
 
 def sprite_box(mask: np.ndarray) -> tuple[slice, slice] | None:

@@ -1,0 +1,210 @@
+"""Enclosed key-coloured pockets that are drawn parts of the character, told apart by time.
+
+A pocket of key colour enclosed by the sprite is either background seen through the character
+(between the legs, between arm and body) or a part drawn in the key's own colour (a white visor or
+white eyes on white).  One frame cannot tell them apart: both are the key's colour and enclosed.
+A clip can: a drawn part moves with the body around it, so in every other frame the same
+neighbourhood holds a pocket of the same size and shape, while a gap between the legs changes
+shape from frame to frame, opens to the outside background or closes.  :func:`drawn_pockets`
+follows each pocket through the clip by matching its neighbourhood and keeps those that persist.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+# A pocket is the same pocket in another frame when their areas overlap this much (IoU) after alignment.
+SAME_POCKET = 0.6
+# Share of the other frames in which a pocket must reappear to count as a drawn part.
+QUORUM = 2 / 3
+# Clips shorter than this have too little evidence: their pockets stay background (the per-frame rule).
+MIN_FRAMES = 3
+# A frame pair is evidence only when the sprite's silhouette changed by this much (1 - IoU after
+# alignment): in a still or rigidly sliding sprite a gap between the legs persists as well as an eye.
+DEFORMED = 0.05
+
+
+def drawn_pockets(
+    lab: np.ndarray,
+    sprite: list[np.ndarray],
+    pockets: list[np.ndarray],
+    margin: int = 8,
+    search: int = 12,
+    reach: int = 8,
+) -> list[np.ndarray]:
+    """Per frame, the pixels of the enclosed pockets that are drawn parts of the character (bool ``[H,W]``).
+
+    ``lab`` is the clip's (blurred) Lab ``[T,H,W,3]``, ``sprite`` per frame the pixels not connected
+    to the border background (the sprite with its pockets), ``pockets`` per frame a label image of
+    the enclosed key-coloured pockets (0 = none).  A pocket's neighbourhood (its box plus ``margin``
+    px) is looked up in the other frames up to ``reach`` away (which bounds the work on long clips)
+    by template matching within ``search`` px of where the sprite's centroid moved; the pocket is
+    the same one there when the pockets at the match overlap it with IoU >= SAME_POCKET.  Only frame
+    pairs between which the silhouette deformed count (a still or sliding sprite keeps its gaps
+    too).  Pockets that reappear in QUORUM of those frames, and in none of the compared frames land
+    on the outside background, are drawn parts; a gap that opens to the outside, or changes shape or
+    closes in more frames, stays background.
+    """
+    t = len(lab)
+    kept = [np.zeros(p.shape, bool) for p in pockets]
+    if t < MIN_FRAMES:
+        return kept
+    h, w = pockets[0].shape
+    centres = [centroid(s) for s in sprite]
+    areas = [np.bincount(p.ravel()) for p in pockets]
+    frames_boxes = [np.array(boxes(p, len(a)), np.float32).reshape(-1, 4) for p, a in zip(pockets, areas, strict=True)]
+    change: dict[tuple[int, int, int, int], float] = {}  # pockets of a frame mostly match at one shift
+    for i in range(t):
+        if centres[i] is None:
+            continue
+        others = [j for j in range(max(0, i - reach), min(t, i + reach + 1)) if j != i and centres[j] is not None]
+        need = QUORUM * len(others) / 2  # the fewest reappearances that can pass
+        similar = similar_pockets(i, others, frames_boxes, areas, centres, search + margin // 2)
+        for k, (y, x, bh, bw) in enumerate(frames_boxes[i].astype(int), start=1):
+            if areas[i][k] == 0 or similar[k - 1].sum() < need:
+                continue  # no pocket of like size nearby in enough frames (most gaps): not worth matching
+            y0, y1 = max(0, y - margin), min(h, y + bh + margin)
+            x0, x1 = max(0, x - margin), min(w, x + bw + margin)
+            template = lab[i, y0:y1, x0:x1]
+            own = pockets[i][y0:y1, x0:x1] == k
+            seen = {}  # frame -> (shift of the neighbourhood, the pocket is there)
+            for j in others:
+                shift = (int(round(centres[j][0] - centres[i][0])), int(round(centres[j][1] - centres[i][1])))
+                at = best_match(lab[j], template, y0 + shift[0], x0 + shift[1], search) if similar[k - 1, j] else None
+                if at is None:
+                    seen[j] = (shift, False)
+                else:
+                    seen[j] = ((at[0] - y0, at[1] - x0), overlap(own, pockets[j], areas[j], at) >= SAME_POCKET)
+            if sum(hit for _, hit in seen.values()) < need:
+                continue
+            votes = evidence = 0
+            for j, (shift, hit) in seen.items():
+                pair = (i, j, *shift)
+                if pair not in change:
+                    change[pair] = silhouette_change(sprite[i], sprite[j], shift)
+                if change[pair] >= DEFORMED:
+                    evidence += 1
+                    votes += hit
+            if evidence < len(others) / 2 or votes < QUORUM * evidence:
+                continue
+            # A part drawn in the key colour is enclosed wherever it is; a gap that opens to the
+            # outside in any frame (the forearm lifted, the feet apart) is background.
+            opened = False
+            for j, (shift, hit) in seen.items():
+                if not hit:
+                    at = best_match(lab[j], template, y0 + shift[0], x0 + shift[1], search)
+                    opened |= at is not None and outside(own, sprite[j], at) >= 0.5
+            if not opened:
+                kept[i] |= pockets[i] == k
+    return kept
+
+
+def outside(own: np.ndarray, sprite: np.ndarray, at: tuple[int, int]) -> float:
+    """Share of a pocket (``own``, a crop mask) that lands on another frame's outside background at ``at``."""
+    there = sprite[at[0] : at[0] + own.shape[0], at[1] : at[1] + own.shape[1]]
+    return float(np.count_nonzero(own & ~there)) / max(int(own.sum()), 1)
+
+
+def similar_pockets(
+    i: int, others: list[int], frames_boxes: list[np.ndarray], areas: list[np.ndarray], centres: list, reach: float
+) -> np.ndarray:
+    """``[pockets of frame i, T]``: whether frame ``j`` (of ``others``) has a pocket of like size within
+    ``reach`` px of where the sprite's motion takes the pocket.
+
+    Like size: area, height and width each within the ratio SAME_POCKET (the same shape overlapping
+    by that IoU cannot differ more); a cheap test that spares the template matching for most gaps
+    and for the islands a noisy key leaves, which have no twin nearby.
+    """
+    own = frames_boxes[i]
+    mid = own[:, :2] + own[:, 2:] / 2
+    size = np.concatenate([areas[i][1:, None], own[:, 2:]], axis=1).astype(np.float32)  # area, height, width
+    out = np.zeros((len(own), len(frames_boxes)), bool)
+    for j in others:
+        other = frames_boxes[j]
+        if not len(other) or not len(own):
+            continue
+        moved = mid + np.subtract(centres[j], centres[i])
+        there = other[:, :2] + other[:, 2:] / 2
+        near = (np.abs(moved[:, None] - there[None]) <= reach).all(axis=-1)
+        other_size = np.concatenate([areas[j][1:, None], other[:, 2:]], axis=1).astype(np.float32)
+        ratio = other_size[None] / np.maximum(size[:, None], 1)
+        alike = ((ratio >= SAME_POCKET) & (ratio <= 1 / SAME_POCKET)).all(axis=-1)
+        out[:, j] = (near & alike).any(axis=1)
+    return out
+
+
+def boxes(labels: np.ndarray, n: int) -> list[tuple[int, int, int, int]]:
+    """``(y, x, height, width)`` of the bounding box of each label ``1..n-1`` (zeros for an absent label)."""
+    ys, xs = np.nonzero(labels)
+    ids = labels[ys, xs]
+    out = []
+    for k in range(1, n):
+        pick = ids == k
+        if not pick.any():
+            out.append((0, 0, 0, 0))
+            continue
+        py, px = ys[pick], xs[pick]
+        out.append((int(py.min()), int(px.min()), int(py.max() - py.min() + 1), int(px.max() - px.min() + 1)))
+    return out
+
+
+def silhouette_change(a: np.ndarray, b: np.ndarray, shift: tuple[int, int]) -> float:
+    """``1 - IoU`` of silhouette ``a`` and silhouette ``b`` moved back by ``shift`` ``(dy, dx)``."""
+    dy, dx = shift
+    h, w = a.shape
+    ya, yb = slice(max(0, -dy), min(h, h - dy)), slice(max(0, dy), min(h, h + dy))
+    xa, xb = slice(max(0, -dx), min(w, w - dx)), slice(max(0, dx), min(w, w + dx))
+    inter = int(np.count_nonzero(a[ya, xa] & b[yb, xb]))
+    union = int(a.sum()) + int(b.sum()) - inter
+    return 1.0 - inter / union if union else 0.0
+
+
+def centroid(mask: np.ndarray) -> tuple[float, float] | None:
+    """``(y, x)`` centroid of ``mask`` (None when empty): the sprite's motion to compensate.
+
+    Not the bounding box's centre: on a noisy key a few background islands far from the sprite
+    stretch the box, and they weigh next to nothing in the centroid.
+    """
+    m = cv2.moments(mask.astype(np.uint8), binaryImage=True)
+    return (m["m01"] / m["m00"], m["m10"] / m["m00"]) if m["m00"] else None
+
+
+def best_match(image: np.ndarray, template: np.ndarray, y: int, x: int, search: int) -> tuple[int, int] | None:
+    """Top-left ``(y, x)`` in ``image`` where ``template`` fits best (least squared difference) within
+    ``search`` px of ``(y, x)``; None when the search window does not hold the template.
+
+    Coarse to fine: a wide search is first done on every other pixel of the lightness channel, then
+    refined within 2 px at full resolution (the full search cost more than the rest of the matte).
+    """
+    if search > 2 and min(template.shape[:2]) >= 12:
+        coarse = best_match(image[::2, ::2, :1], template[::2, ::2, :1], y // 2, x // 2, (search + 1) // 2)
+        if coarse is not None:
+            y, x, search = 2 * coarse[0], 2 * coarse[1], 2
+    h, w = image.shape[:2]
+    th, tw = template.shape[:2]
+    sy0, sx0 = max(0, y - search), max(0, x - search)
+    sy1, sx1 = min(h, y + th + search), min(w, x + tw + search)
+    if sy1 - sy0 < th or sx1 - sx0 < tw:
+        return None
+    score = cv2.matchTemplate(
+        np.ascontiguousarray(image[sy0:sy1, sx0:sx1]), np.ascontiguousarray(template), cv2.TM_SQDIFF
+    )
+    my, mx = np.unravel_index(int(np.argmin(score)), score.shape)
+    return sy0 + int(my), sx0 + int(mx)
+
+
+def overlap(own: np.ndarray, labels: np.ndarray, areas: np.ndarray, at: tuple[int, int]) -> float:
+    """IoU of a pocket (``own``, a crop mask) with the pockets of another frame's ``labels`` it lands on at ``at``.
+
+    The other pockets count with their whole area (``areas`` per label), so a pocket that merged
+    into a larger gap, or leaked out of the crop, does not look like the same pocket.
+    """
+    y, x = at
+    there = labels[y : y + own.shape[0], x : x + own.shape[1]]
+    hit = np.unique(there[own])
+    hit = hit[hit > 0]
+    if not len(hit):
+        return 0.0
+    inter = int(np.count_nonzero(own & np.isin(there, hit)))
+    return inter / (int(own.sum()) + int(areas[hit].sum()) - inter)
