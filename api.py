@@ -260,8 +260,10 @@ def remove_background(
     The background of each frame is a smooth surface (gradients and vignettes included) fitted to
     a ``border``-px band; the tolerance is measured from the clip's own background noise (never
     below ``low`` ΔE); background is what lies within it *and* connects to the frame border, plus
-    enclosed pockets of at least ``min_hole`` px.  The anti-aliased rim is unmixed and despilled;
-    where a pixel keeps its colour from frame to frame its alpha is averaged over those frames.
+    enclosed pockets of at least ``min_hole`` px, except pockets the clip shows to be drawn parts
+    (they stay enclosed, with their shape, in the frames where the body deforms, like a white visor
+    on white).  The anti-aliased rim is unmixed and despilled; where a pixel keeps its colour from
+    frame to frame its alpha is averaged over those frames.
     With an external ``mask`` (alpha, 1 = opaque; [T,H,W] or [H,W]) that mask is the alpha and only
     the edge despill runs.  Raises :class:`InputError` for an empty batch, NaN frames, a mask whose
     size does not match, or a background that is not solid (noise above ``high`` ΔE, a scene).

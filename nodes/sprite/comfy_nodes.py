@@ -190,7 +190,9 @@ class GameAnimSpriteRemoveBackground:
                 "min_hole": field(
                     "INT",
                     "Key-coloured pockets enclosed by the sprite of at least this many px are background (gaps "
-                    "between arm and body); smaller ones stay (white eyes on white). 0 = keep every pocket.",
+                    "between arm and body) unless the clip shows them as drawn parts (enclosed in the frames "
+                    "where the body changes shape, moving with it: a white visor on white); smaller ones stay. "
+                    "0 = keep every pocket.",
                     default=24,
                     min=0,
                     max=100000,
