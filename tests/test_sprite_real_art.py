@@ -121,16 +121,23 @@ def test_moving_edges_keep_their_own_alpha():
 def test_stabilised_walk_keeps_head_and_feet_where_the_artist_drew_them(character, key, generated):
     # Measured head-span differences: black 0.03-1.02 px, white with gradient/noise/JPEG 0.01-1.40 px.
     _, source, _ = real.composite(character, real.KEYS["black"])
-    frames, truth, planted = real.composite(character, real.KEYS[key], jitter=4, seed=3, generated=generated)
-    assert np.ptp(planted, axis=0).min() >= 4  # the jitter is really there
-    _, alpha, _ = matte.remove_background(frames)
-    result = anchor.stabilise(frames, alpha)
-    # Head sway as drawn (not frozen, not swinging), feet line as drawn.
-    assert abs(np.ptp(anchor.head_x(result.alpha)) - np.ptp(anchor.head_x(source))) <= 2
-    assert abs(np.ptp(anchor.ground_y(result.alpha)) - np.ptp(anchor.ground_y(source))) <= 2
-    # Planted jitter removed: the offsets undo it up to one common shift (within 1 px).
-    undone = result.offsets + planted
-    assert np.ptp(undone, axis=0).max() <= 1 + np.ptp(anchor.ground_y(source))
+    drawn_ground = anchor.ground_y(source)
+    contact = drawn_ground == drawn_ground.max()  # frame 0 of every Kenney walk has both feet drawn 3 px up
+    for seed in (3, 4):  # the feet-line bound failed on seed 4 when it held on seed 3 alone
+        frames, _, planted = real.composite(character, real.KEYS[key], jitter=4, seed=seed, generated=generated)
+        assert np.ptp(planted, axis=0).min() >= 4  # the jitter is really there
+        _, alpha, _ = matte.remove_background(frames)
+        result = anchor.stabilise(frames, alpha)
+        # Head sway as drawn (not frozen, not swinging).
+        assert abs(np.ptp(anchor.head_x(result.alpha)) - np.ptp(anchor.head_x(source))) <= 2, seed
+        # Feet line as drawn on the frames in contact; a frame with both feet off the ground cannot be told
+        # from a shaken one, so it may be levelled (at most its drawn lift; docs/sprite.md says so).
+        ground = anchor.ground_y(result.alpha)
+        assert np.ptp(ground[contact]) <= 2, (seed, ground)
+        assert np.ptp(ground) <= np.ptp(drawn_ground) + 2, (seed, ground)
+        # Planted jitter removed: the offsets undo it up to one common shift (within 1 px).
+        undone = result.offsets + planted
+        assert np.ptp(undone, axis=0).max() <= 1 + np.ptp(drawn_ground), seed
 
 
 def test_already_aligned_clip_gets_no_added_sideways_motion():
