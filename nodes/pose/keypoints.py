@@ -1,4 +1,4 @@
-"""POSE_KEYPOINT exactly as comfyui_controlnet_aux emits it, and its reader's acceptance rules.
+"""POSE_KEYPOINT exactly as comfyui_controlnet_aux emits it, and the reader the timing and sprite nodes share.
 
 One dict per frame: ``{"people": [{"pose_keypoints_2d": [x, y, c] * 18, "face_keypoints_2d": None,
 "hand_left_keypoints_2d": None, "hand_right_keypoints_2d": None}], "canvas_height": H,
@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+from ...core.errors import InputError
 
 
 def _flat(points: np.ndarray, visible: np.ndarray, scale: np.ndarray) -> list[float]:
@@ -46,3 +48,22 @@ def pose_keypoint_frames(
         }
         frames.append({"people": [person], "canvas_height": int(height), "canvas_width": int(width)})
     return frames
+
+
+def joints_from_pose(pose: Any, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """POSE_KEYPOINT (first person per frame) → pixel points ``[T,J,2]`` and visibility ``[T,J]``."""
+    if not isinstance(pose, list | tuple) or not pose:
+        raise InputError("The pose input must be a POSE_KEYPOINT list with one entry per frame.")
+    points, visible = [], []
+    for frame in pose:
+        people = frame.get("people") or [] if isinstance(frame, dict) else []
+        flat = (people[0].get("pose_keypoints_2d") or []) if people else []
+        array = np.asarray(flat, np.float64).reshape(-1, 3) if flat else np.zeros((18, 3))
+        points.append(array[:, :2] * (width, height))
+        visible.append(array[:, 2] > 0)
+    joints = max(len(p) for p in points)
+    pts = np.zeros((len(points), joints, 2))
+    vis = np.zeros((len(points), joints), bool)
+    for i, (p, v) in enumerate(zip(points, visible, strict=True)):
+        pts[i, : len(p)], vis[i, : len(v)] = p, v
+    return pts, vis

@@ -15,8 +15,8 @@ import numpy as np
 
 from ...core.errors import InputError
 from ...core.progress import ProgressFn
+from ..pose.keypoints import joints_from_pose
 from ..pose.skeleton import OPENPOSE_18
-from ..timing.clip_motion import joints_from_pose
 from . import anchor, export, matte, pixelart, sheet, timing
 from .frames import split_image, to_numpy, to_tensor
 from .options import MASK_POLARITIES

@@ -17,6 +17,7 @@ import numpy as np
 
 from ...core.errors import InputError
 from ...core.progress import ProgressFn, no_progress
+from ..pose.keypoints import joints_from_pose
 
 # OpenPose body-18 ankles (right, left): the joints whose lowest points are ground contacts.
 ANKLES = (10, 13)
@@ -166,25 +167,6 @@ def _bottoms(masks: np.ndarray) -> np.ndarray:
     rows = masks.any(axis=2)
     height = masks.shape[1]
     return np.array([height - 1 - np.argmax(r[::-1]) if r.any() else 0 for r in rows], np.float64)
-
-
-def joints_from_pose(pose: Any, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
-    """POSE_KEYPOINT (first person per frame) → pixel points ``[T,J,2]`` and visibility ``[T,J]``."""
-    if not isinstance(pose, list | tuple) or not pose:
-        raise InputError("The pose input must be a POSE_KEYPOINT list with one entry per frame.")
-    points, visible = [], []
-    for frame in pose:
-        people = frame.get("people") or [] if isinstance(frame, dict) else []
-        flat = (people[0].get("pose_keypoints_2d") or []) if people else []
-        array = np.asarray(flat, np.float64).reshape(-1, 3) if flat else np.zeros((18, 3))
-        points.append(array[:, :2] * (width, height))
-        visible.append(array[:, 2] > 0)
-    joints = max(len(p) for p in points)
-    pts = np.zeros((len(points), joints, 2))
-    vis = np.zeros((len(points), joints), bool)
-    for i, (p, v) in enumerate(zip(points, visible, strict=True)):
-        pts[i, : len(p)], vis[i, : len(v)] = p, v
-    return pts, vis
 
 
 def frame_steps(values: np.ndarray, loop: bool) -> np.ndarray:
