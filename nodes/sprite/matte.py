@@ -120,6 +120,12 @@ def to_lab(rgb: np.ndarray) -> np.ndarray:
     return cv2.cvtColor(flat, cv2.COLOR_RGB2Lab).reshape(rgb.shape)
 
 
+def from_lab(lab: np.ndarray) -> np.ndarray:
+    """CIE Lab (any leading shape, last dim 3) back to sRGB float 0..1 via OpenCV (the inverse of :func:`to_lab`)."""
+    flat = np.ascontiguousarray(lab.reshape(-1, 1, 3), dtype=np.float32)
+    return cv2.cvtColor(flat, cv2.COLOR_Lab2RGB).reshape(lab.shape)
+
+
 def border_mask(h: int, w: int, border: int) -> np.ndarray:
     """A boolean ``[h,w]`` mask of the ``border``-wide band around a frame."""
     b = max(1, min(border, h // 2, w // 2))
@@ -134,9 +140,8 @@ def clip_lab(frames: np.ndarray) -> np.ndarray:
     Averaging nine pixels cuts per-pixel noise by 3x, so the tolerance can be tight and pockets of
     noisy background stay connected.  One colour conversion for the whole clip (frames stacked).
     """
-    t, h, w = frames.shape[:3]
-    lab = cv2.cvtColor(frames.reshape(t * h, w, 3), cv2.COLOR_RGB2Lab).reshape(frames.shape)
-    for i in range(t):
+    lab = to_lab(frames)
+    for i in range(len(lab)):
         lab[i] = cv2.blur(lab[i], (3, 3))
     return lab
 
@@ -232,7 +237,7 @@ def remove_background(
     corners = surface.basis(np.array([0, 0, h - 1, h - 1, h // 2]), np.array([0, w - 1, 0, w - 1, w // 2]))
     gradient = max(float(np.ptp(distance(corners @ c, corners[-1] @ c))) for c in coefs)
     key_lab = np.mean([corners[-1] @ c for c in coefs], axis=0).astype(np.float32)
-    key = cv2.cvtColor(key_lab.reshape(1, 1, 3), cv2.COLOR_Lab2RGB).reshape(3)
+    key = from_lab(key_lab)
     solid = fraction >= min_solid_fraction and tol <= high and gradient <= MAX_GRADIENT
     background = Background(np.clip(key, 0, 1).astype(np.float32), fraction, solid, tol, gradient)
     if not solid:
@@ -266,8 +271,8 @@ def remove_background(
         py, px = ys[soft], xs[soft]
         if not len(py):
             continue
-        behind = cv2.cvtColor((surface.basis(py, px) @ coefs[i]).reshape(-1, 1, 3), cv2.COLOR_Lab2RGB)
-        rgb[i, py, px] = despilled(frames[i, py, px], behind.reshape(-1, 3), alpha[i, py, px])
+        behind = from_lab(surface.basis(py, px) @ coefs[i])
+        rgb[i, py, px] = despilled(frames[i, py, px], behind, alpha[i, py, px])
     return rgb, alpha, background
 
 
@@ -467,7 +472,7 @@ def unmix(
     alpha[y0:y1, x0:x1] = solid
     ys, xs = np.nonzero(fg_c & (solid == 0))
     if len(ys):
-        key = cv2.cvtColor(model[ys + y0, xs + x0].reshape(-1, 1, 3), cv2.COLOR_Lab2RGB).reshape(-1, 3)
+        key = from_lab(model[ys + y0, xs + x0])
         c = crop[ys, xs]
         # F from the opaque pixels nearby; on parts thinner than the rim from its inner half.
         inner = ((depth > rim / 2) & ~weak_c).astype(np.float32)
