@@ -94,7 +94,7 @@ def test_reference_is_letterboxed_on_white():
     image[:, 10:30, 5:15] = torch.tensor([1.0, 0.0, 0.0])
     mask = torch.zeros((2, 40, 20))
     mask[:, 10:30, 5:15] = 1.0
-    (ref,) = nodes.WanReferenceImage().place(image, 96, 64, 0.0, mask)
+    (ref,) = nodes.nodes.WanReferenceImage().place(image, 96, 64, 0.0, mask)
     assert tuple(ref.shape) == (1, 64, 96, 3)
     # 20x40 scaled by 64/40 -> 32x64, centred: columns 32..63 hold the picture, the rest is white
     assert torch.all(ref[:, :, :30] == 1.0) and torch.all(ref[:, :, 66:] == 1.0)
@@ -128,3 +128,14 @@ def test_short_and_single_frame_motions_fill_one_latent_group():
     assert fitted.frame_count == 5 and np.allclose(fitted.points[-1], short.points[-1])
     with pytest.raises(InputError, match="fps"):
         resample_pose(short, 0.0, 81, "keep_speed")
+
+
+def test_reference_node_reads_a_transparency_mask_as_its_inverse():
+    """Load Image's MASK is 1 where transparent: with ``mask_is='transparency'`` the canvas equals the alpha one."""
+    image = torch.rand(1, 48, 32, 3, generator=torch.Generator().manual_seed(0))
+    alpha = torch.zeros(1, 48, 32)
+    alpha[:, 8:40, 6:26] = 1.0
+    by_alpha = nodes.WanReferenceImage().place(image, 64, 64, 0.05, mask=alpha)[0]
+    by_transparency = nodes.WanReferenceImage().place(image, 64, 64, 0.05, mask=1.0 - alpha, mask_is="transparency")[0]
+    assert torch.equal(by_alpha, by_transparency)
+    assert not torch.equal(by_alpha, nodes.WanReferenceImage().place(image, 64, 64, 0.05, mask=1.0 - alpha)[0])

@@ -9,10 +9,10 @@ from typing import Any
 
 from ...core import host
 from ...core.errors import InputError
-from ...core.frames import images_tensor
+from ...core.frames import as_alpha, images_tensor
 from ...core.paths import confined
 from ...core.preview import animation_preview
-from ..common import category, field, next_free_name
+from ..common import category, field, mask_is_input, next_free_name
 from .blender_client import RIG_SUFFIXES, motion_from_rig, render_rig_maps
 from .camera import PRESETS, PROJECTIONS
 from .conditions import SAMPLE_DIR, CameraSettings, render_pose
@@ -446,12 +446,16 @@ class WanReferenceImage:
             },
             "optional": {
                 "mask": field(
-                    "MASK", "Alpha of the character (1 = opaque), e.g. from Load Image; outside becomes white."
+                    "MASK", "The character's matte, e.g. from Remove Background or Load Image; outside becomes white."
                 ),
+                "mask_is": mask_is_input(),
             },
         }
 
-    def place(self, image: Any, width: int, height: int, margin: float, mask: Any = None) -> tuple[Any]:
+    def place(
+        self, image: Any, width: int, height: int, margin: float, mask: Any = None, mask_is: str = "alpha"
+    ) -> tuple[Any]:
+        mask = None if mask is None else as_alpha(mask, mask_is)
         return (reference_on_canvas(image, width, height, mask, margin),)
 
 
