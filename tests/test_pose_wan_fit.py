@@ -94,7 +94,7 @@ def test_reference_is_letterboxed_on_white():
     image[:, 10:30, 5:15] = torch.tensor([1.0, 0.0, 0.0])
     mask = torch.zeros((2, 40, 20))
     mask[:, 10:30, 5:15] = 1.0
-    (ref,) = nodes.nodes.WanReferenceImage().place(image, 96, 64, 0.0, mask)
+    (ref,) = nodes.WanReferenceImage().place(image, 96, 64, 0.0, mask)
     assert tuple(ref.shape) == (1, 64, 96, 3)
     # 20x40 scaled by 64/40 -> 32x64, centred: columns 32..63 hold the picture, the rest is white
     assert torch.all(ref[:, :, :30] == 1.0) and torch.all(ref[:, :, 66:] == 1.0)
