@@ -13,7 +13,7 @@ Stages are what the host loads at one time (ComfyUI's memory manager unloads a s
 next one needs the room): VC2 = UNet sampling step (CFG, batch 1), then VAE decode (1 frame per call);
 AnimeGamer turn = MLLM pass over prompt + 200 generated tokens, decoder sampling step (CFG, 17 frames
 480x720), CogVideoX VAE decode.  Baseline in the same run: every model of the job resident at once
-(what the pack did before issue 16 with offload off), printed as a ratio to the staged peak.
+(offload off and no staging), printed as a ratio to the staged peak.
 """
 
 from __future__ import annotations

@@ -153,7 +153,7 @@ def test_one_pixel_line_stays_one_pixel_wide():
 
 
 def test_frames_a_few_pixels_wide_key_a_flat_background():
-    """Too few border pixels for a quadratic surface (it used to call a plain 5x7 grey not solid)."""
+    """Too few border pixels for a quadratic surface: a plain 5x7 grey is keyed as a flat background."""
     frames = np.full((2, 5, 7, 3), 0.5, np.float32)
     frames[:, 2, 3] = (1.0, 0.0, 0.0)
     _, alpha, background = matte.remove_background(frames, cleanup=0)

@@ -37,7 +37,7 @@ def test_matte_iou_on_every_key(key, generated):
         _, alpha, background = matte.remove_background(frames)
         assert background.solid
         worst[character] = min(synth.iou(a, t) for a, t in zip(alpha, truth, strict=True))
-    # The old fixed-ΔE matte scored 0.27 on mid grey; last session's 0.95.
+    # A fixed-ΔE matte scores 0.27 on mid grey.
     for character, iou in worst.items():
         assert iou >= KEY_COLOURED_PARTS.get((character, key), 0.97), (character, key, generated, iou)
 
@@ -51,8 +51,8 @@ def test_white_parts_on_white_survive(character, clean_bound, generated_bound, g
 
     They are pockets of key colour like the gap between the legs; over the clip they move with the
     head and keep their shape, so the matte keeps them.  Measured min share kept over 8 frames
-    (clean / generated): robot 0.89 / 0.79, male adventurer 0.48 / 0.25; the per-frame rule
-    (main before this change) kept 0.06 / 0.07 and 0.11 / 0.06.
+    (clean / generated): robot 0.89 / 0.79, male adventurer 0.48 / 0.25; deciding each frame alone
+    keeps 0.06 / 0.07 and 0.11 / 0.06.
     """
     clean, truth, _ = real.composite(character, real.KEYS["white"], jitter=4, seed=1)
     frames = real.composite(character, real.KEYS["white"], jitter=4, seed=1, generated=True)[0] if generated else clean
@@ -97,7 +97,7 @@ def test_edge_alpha_is_stable_over_time():
     _, alpha, _ = matte.remove_background(still)
     edge = (truth[0] > 0.05) & (truth[0] < 0.95)
     flicker = alpha[:, edge].std(axis=0).mean()
-    # Measured 0.0020 (per-frame unmixing alone: 0.025; the matte before issue 13: 0.016).
+    # Measured 0.0020 (per-frame unmixing alone: 0.025).
     assert flicker < 0.004, flicker
     # Steadier and no less accurate than matting each frame on its own.
     single = np.concatenate([matte.remove_background(f[None])[1] for f in still])

@@ -25,7 +25,7 @@ def test_loop_keys_are_the_extremes_without_forced_ends(phase):
     report = api.key_pose_report(rgb, alpha, loop=True)
     # frame 0 is found by its motion (the swing's turn), not put in as the clip's "first" frame
     assert all(r["reason"].startswith("motion minimum") for r in report), report
-    # As a plain clip the two ends are always keys (the old behaviour, kept when loop is off).
+    # As a plain clip (loop off) the two ends are always keys.
     assert {0, len(rgb) - 1} <= set(api.key_poses(rgb, alpha))
 
 

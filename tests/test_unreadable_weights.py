@@ -51,8 +51,8 @@ def test_text_file_under_a_weight_name_is_a_model_file_error(tmp_path, name):
     assert str(path) in message and expected in message
 
 
-def test_vc2_text_ckpt_was_a_key_error_before(tmp_path):
-    """The issue's case: the unpickler itself raises KeyError on text; the loader must not let it through."""
+def test_text_named_ckpt_gives_a_clear_error(tmp_path):
+    """A text file named .ckpt makes the unpickler itself raise KeyError; the loader reports it as a clear error."""
     import torch
 
     path = _text_file(tmp_path, "model.ckpt")
