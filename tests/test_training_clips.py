@@ -212,3 +212,42 @@ def test_cancel_leaves_no_partial_clip(tmp_path):
     assert not (tmp_path / ".partial").exists()
     params = json.loads((tmp_path / "train" / before[0] / "render_params.json").read_text())
     assert params["action"] == "Wuson_Walk"
+
+
+@needs_blender
+def test_node_writes_a_dataset_the_action_lora_trains_on(tmp_path, monkeypatch):
+    import gameanim.nodes.vc2.comfy_nodes as vc2n
+    import gameanim.trainers.comfy_nodes as tn
+    import torch
+    from gameanim.nodes.pose.clip_nodes import RenderTrainingClips
+    from safetensors.torch import save_file
+    from vc2_helpers import tiny_full_checkpoint
+
+    monkeypatch.setenv("GAMEANIM_BASE_DIR", str(tmp_path))
+    (tmp_path / "input" / "rigs").mkdir(parents=True)
+    shutil.copy(require_character("Testwuson"), tmp_path / "input" / "rigs" / "bull.glb")
+    models = tmp_path / "models" / "videocrafter"
+    models.mkdir(parents=True)
+    save_file({k: v.contiguous() for k, v in tiny_full_checkpoint().items()}, str(models / "tiny_vc2.safetensors"))
+    assert "rigs/bull.glb" in RenderTrainingClips.INPUT_TYPES()["required"]["character"][0]
+    folder, template, rgb, alpha, count = RenderTrainingClips().render(
+        "rigs/bull.glb", "brown bull", "Wuson_Run = running", "side_right", "grey, green", "all", 4, 64, 64,
+        "workbench", False, "solid color background", "clips/bull",
+    )  # fmt: skip
+    assert (folder, template, count) == ("clips/bull", "{caption}", 2)
+    assert tuple(rgb.shape) == (4, 64, 64, 3) and tuple(alpha.shape) == (4, 64, 64) and 0 < float(alpha.mean()) < 1
+    (dataset,) = tn.ActionClipsDataset().load(folder, "running", "bull", template, 4, 1, 8, 64, 64, 0.0)
+    caption = build_sprite_prompt("running", "brown bull", "side view").text
+    assert [i.caption for i in dataset.clips] == [caption, caption] and dataset.stills == []
+    torch.set_num_threads(1)
+    (loaded,) = vc2n.VC2Loader().load("tiny_vc2.safetensors", "fp32", True)
+    settings = {
+        "run_name": "bull_run", "targets": "action", "rank": 4, "alpha": 4.0, "learning_rate": 1e-2,
+        "lr_schedule": "constant", "warmup_steps": 0, "total_steps": 4, "batch_size": 1, "grad_accum": 1,
+        "gradient_checkpointing": False, "precision": "fp32", "caption_dropout": 0.0, "checkpoint_every": 2,
+        "resume": False, "seed": 0,
+    }  # fmt: skip
+    with torch.inference_mode():
+        (run,) = tn.LoraTrainInit().init(loaded, dataset, **settings)
+        run, _curve, last = tn.LoraTrain().train(run, 2, unique_id="1")
+    assert run.step == 2 and np.isfinite(last)
