@@ -51,7 +51,7 @@ class RenderTrainingClips:
 
     @classmethod
     def INPUT_TYPES(cls) -> dict[str, Any]:
-        rigs = [c for c in _motion_choices() if c.lower().endswith(RIG_SUFFIXES)] or ["(no rig files in input/)"]
+        rigs = [c for c in _motion_choices() if c.lower().endswith(RIG_SUFFIXES)]
         return {
             "required": {
                 "character": field(rigs, "The rigged character (.fbx, .glb/.gltf, .blend) in ComfyUI's input folder."),
