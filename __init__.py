@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from .core.host import register_model_folders, register_routes
 from .nodes import merge_mappings
-from .nodes.animegamer import decoder_nodes, mllm_nodes
+from .nodes.animegamer.decoder import comfy_nodes as decoder_nodes
+from .nodes.animegamer.mllm import comfy_nodes as mllm_nodes
 from .nodes.dynamicrafter import comfy_nodes as dynamicrafter_nodes
 from .nodes.motion import comfy_nodes as motion_nodes
 from .nodes.pose import clip_nodes as pose_clip_nodes

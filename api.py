@@ -19,9 +19,9 @@ from .core.progress import Cancelled, CancelToken, ProgressFn
 if TYPE_CHECKING:
     import torch
 
-    from .nodes.animegamer.game_state import Game
-    from .nodes.animegamer.mllm_model import AnimeGamerMLLM
-    from .nodes.animegamer.mllm_step import StepResult
+    from .nodes.animegamer.mllm.game_state import Game
+    from .nodes.animegamer.mllm.model import AnimeGamerMLLM
+    from .nodes.animegamer.mllm.step import StepResult
     from .nodes.dynamicrafter.model import DynamiCrafterModel
     from .nodes.vc2.model import VC2Model
 
@@ -268,9 +268,9 @@ def remove_background(
     the edge despill runs.  Raises :class:`InputError` for an empty batch, NaN frames, a mask whose
     size does not match, or a background that is not solid (noise above ``high`` ΔE, a scene).
     """
-    from .nodes.sprite import pipeline
+    from .nodes.sprite import operations
 
-    rgb, alpha, _ = pipeline.remove_background(frames, mask, low, high, border, cleanup, progress, min_hole)
+    rgb, alpha, _ = operations.remove_background(frames, mask, low, high, border, cleanup, progress, min_hole)
     return rgb, alpha
 
 
@@ -297,10 +297,10 @@ def stabilise(
     Returns ``(rgb, alpha, offsets)`` with ``offsets[t] = (dx, dy)``: input pixel ``(x, y)`` of
     frame ``t`` is at ``(x + dx, y + dy)`` on the canvas.
     """
-    from .nodes.sprite import pipeline
+    from .nodes.sprite import operations
     from .nodes.sprite.frames import to_tensor
 
-    result = pipeline.stabilise(
+    result = operations.stabilise(
         rgb,
         alpha,
         anchor=anchor,
@@ -339,11 +339,11 @@ def sprite_sheet(
     ``root_motion`` (Stabilise's offsets_json, text or dict) adds ``root: {x, y}`` to every frame:
     the travel taken out, in sheet pixels from the first frame, to add to the sprite's position.
     """
-    from .nodes.sprite import pipeline
+    from .nodes.sprite import operations
     from .nodes.sprite.frames import to_tensor
     from .nodes.sprite.sheet import texturepacker
 
-    built = pipeline.build_sheet(
+    built = operations.build_sheet(
         rgb,
         alpha,
         columns,
@@ -374,10 +374,10 @@ def save_sprite_sheet(
     ``aseprite_array``, ``godot4`` (SpriteFrames ``.tres``), ``godot3``.  ``name`` is confined to
     ``directory`` (no absolute paths, no ``..``).  Returns the written paths, PNG first.
     """
-    from .nodes.sprite import pipeline
+    from .nodes.sprite import operations
 
-    built = pipeline.build_sheet(rgb, alpha, name=Path(name).name, **sheet_options)
-    return pipeline.write_sheet(built, directory, name, tuple(formats))
+    built = operations.build_sheet(rgb, alpha, name=Path(name).name, **sheet_options)
+    return operations.write_sheet(built, directory, name, tuple(formats))
 
 
 def hold_frames(frames: Any, step: int = 2) -> Any:
@@ -385,28 +385,28 @@ def hold_frames(frames: Any, step: int = 2) -> Any:
 
     ``frames`` is anything indexed by frame first (IMAGE, MASK, RGBA): call it on each.
     """
-    from .nodes.sprite.timing import hold_indices
+    from .nodes.sprite.playback import hold_indices
 
     return frames[hold_indices(len(frames), step)]
 
 
 def resample_frames(frames: Any, count: int) -> Any:
     """Drop or repeat evenly spread frames so exactly ``count`` remain."""
-    from .nodes.sprite.timing import resample_indices
+    from .nodes.sprite.playback import resample_indices
 
     return frames[resample_indices(len(frames), count)]
 
 
 def retime(frames: Any, fps_in: float, fps_out: float) -> Any:
     """Resample a clip from ``fps_in`` to ``fps_out`` keeping its duration (nearest earlier frame)."""
-    from .nodes.sprite.timing import retime_indices
+    from .nodes.sprite.playback import retime_indices
 
     return frames[retime_indices(len(frames), fps_in, fps_out)]
 
 
 def ping_pong(frames: Any) -> Any:
     """Forward then backward (``0..n-1, n-2..1``), a seamless loop from a one-way clip."""
-    from .nodes.sprite.timing import ping_pong_indices
+    from .nodes.sprite.playback import ping_pong_indices
 
     return frames[ping_pong_indices(len(frames))]
 
@@ -417,10 +417,10 @@ def find_loop(frames: Any, alpha: Any | None = None, min_length: int = 4) -> tup
     ``frames[end]`` is the frame most like ``frames[start]`` (mean absolute thumbnail difference
     ``score``) among pairs at least ``min_length`` apart.
     """
-    from .nodes.sprite import pipeline
-    from .nodes.sprite.timing import find_loop as _find_loop
+    from .nodes.sprite import operations
+    from .nodes.sprite.playback import find_loop as _find_loop
 
-    rgb, a = pipeline.rgb_alpha(frames, alpha)
+    rgb, a = operations.rgb_alpha(frames, alpha)
     return _find_loop(rgb, a, min_length)
 
 
@@ -450,11 +450,11 @@ def pixelate(
     opaque pixels), ``pico8``, or ``file`` with ``palette_colours`` from :func:`load_palette`.
     ``outline_colour`` (RGB 0..1) adds a 1-px outline around the sprite.
     """
-    from .nodes.sprite import pipeline
+    from .nodes.sprite import operations
     from .nodes.sprite.frames import to_numpy, to_tensor
 
     pal = None if palette_colours is None else to_numpy(palette_colours, "palette_colours")
-    out_rgb, out_a, _ = pipeline.pixelate(
+    out_rgb, out_a, _ = operations.pixelate(
         rgb,
         alpha,
         width,
@@ -483,9 +483,9 @@ def export_animation(
 
     ``name`` is confined to ``directory``; files are written atomically.  Returns the paths.
     """
-    from .nodes.sprite import pipeline
+    from .nodes.sprite import operations
 
-    return pipeline.export_animation(rgb, alpha, directory, name, format, fps, durations_ms, loop)
+    return operations.export_animation(rgb, alpha, directory, name, format, fps, durations_ms, loop)
 
 
 # ----------------------------------------------------------------------------- animation timing (keys, timing charts, smears)
@@ -605,7 +605,7 @@ def _pose_from_file(
 ) -> tuple[Any, list[dict[str, Any]]]:
     import torch
 
-    from .nodes.pose.render_motion import CameraSettings, render_motion_file
+    from .nodes.pose.conditions import CameraSettings, render_motion_file
 
     settings = CameraSettings(preset=camera, width=width, height=height)
     result = render_motion_file(path, settings, frames, progress=progress, as_float=True)
@@ -736,7 +736,7 @@ def load_animegamer_mllm(
     The LoRA rank comes from the ``lora_A`` shapes (alpha = rank), the representation width from the
     resampler shapes.  Missing or mis-shaped tensors raise :class:`ModelFileError`.
     """
-    from .nodes.animegamer.mllm_model import load_animegamer_mllm as load
+    from .nodes.animegamer.mllm.model import load_animegamer_mllm as load
 
     return load(weights, tokenizer, base=base, config=config)
 
@@ -744,7 +744,7 @@ def load_animegamer_mllm(
 def new_game(character: str, window: int = 1) -> Game:
     """A new AnimeGamer game (states at 50).  ``window`` 1 is the released behaviour (no history in the
     prompt); ``window`` > 1 shows the last ``window - 1`` turns with their own strengths and representations."""
-    from .nodes.animegamer.game_state import new_game as make
+    from .nodes.animegamer.mllm.game_state import new_game as make
 
     return make(character, window)
 
@@ -758,21 +758,21 @@ def game_step(
 ) -> tuple[Game, StepResult]:
     """Play one turn; returns the new game and the step (``representation`` 226×D, ``generated_ids``,
     ``text``, ``level``, ``flow``, ``deltas`` (SC, ET, ST), ``states``).  ``game`` itself is unchanged."""
-    from .nodes.animegamer.mllm_step import game_step as step
+    from .nodes.animegamer.mllm.step import game_step as step
 
     return step(model, game, instruction, max_new_tokens=max_new_tokens, progress=progress)
 
 
 def save_game(game: Game, path: str | os.PathLike[str]) -> os.PathLike[str]:
     """Save a game atomically as ``<path>.game.json`` + a checksummed ``.safetensors``; returns the JSON path."""
-    from .nodes.animegamer.game_state import save_game as save
+    from .nodes.animegamer.mllm.game_state import save_game as save
 
     return save(game, path)
 
 
 def load_game(path: str | os.PathLike[str]) -> Game:
     """Load a game saved by :func:`save_game`; a corrupt save raises :class:`ModelFileError`."""
-    from .nodes.animegamer.game_state import load_game as load
+    from .nodes.animegamer.mllm.game_state import load_game as load
 
     return load(path)
 
@@ -794,7 +794,7 @@ def load_animegamer_decoder(source: str | os.PathLike[str], config: dict[str, An
     cfg=6.0, seed=0, num_frames=17, height=480, width=720, vae_tiling=False, progress=None) -> Shot``.
     Move it with ``.to(device, dtype)``.
     """
-    from .nodes.animegamer.decoder_convert import load_decoder
+    from .nodes.animegamer.decoder.convert import load_decoder
 
     return load_decoder(source, config)
 
@@ -805,7 +805,7 @@ def convert_animegamer_decoder(
     """Write the compact converted decoder (``dtype`` float16/bfloat16/float32, LoRA merged, config in metadata)."""
     import torch
 
-    from .nodes.animegamer.decoder_convert import convert_to_file
+    from .nodes.animegamer.decoder.convert import convert_to_file
 
     if dtype not in ("float16", "bfloat16", "float32"):
         raise InputError(f"dtype '{dtype}' is not supported; use float16, bfloat16 or float32.")
@@ -814,7 +814,7 @@ def convert_animegamer_decoder(
 
 def load_animegamer_vae(source: str | os.PathLike[str]) -> Any:
     """The CogVideoX VAE (diffusers ``AutoencoderKLCogVideoX``) from a diffusers ``vae/`` folder or SAT ``3d-vae.pt``."""
-    from .nodes.animegamer.decoder_vae import load_vae
+    from .nodes.animegamer.decoder.vae import load_vae
 
     return load_vae(source)
 

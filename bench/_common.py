@@ -10,6 +10,8 @@ from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # ``tests.support``: the material, tiny models and meters benches share with the tests
 
 
 def import_pack() -> ModuleType:

@@ -40,8 +40,8 @@ def _rss_mib() -> float:
 
 def run(name: str, values: dict, latent_hw: tuple[int, int], repeats: int) -> None:
     from diffusers import CogVideoXTransformer3DModel
-    from gameanim.nodes.animegamer.decoder_model import DecoderConfig, build_decoder
-    from gameanim.nodes.animegamer.decoder_sampler import sample
+    from gameanim.nodes.animegamer.decoder.model import DecoderConfig, build_decoder
+    from gameanim.nodes.animegamer.decoder.sampler import sample
 
     config = DecoderConfig.from_mapping(values)
     torch.manual_seed(0)

@@ -14,13 +14,10 @@ models of the real architecture: a tiny one (hidden 16, 2 layers) and the real w
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import torch
-from _common import ROOT, best_of, import_pack
-
-sys.path.insert(0, str(ROOT / "tests"))
+from _common import best_of, import_pack
 
 TINY = {
     "hidden_size": 16,
@@ -40,8 +37,8 @@ LINE = "Character: Qiqi; Motion: quickly flying on broomstick; Background: day s
 
 
 def build(shape: dict, width: int, tokenizer_dir: Path):
-    from gameanim.nodes.animegamer import mllm_model
-    from gameanim.nodes.animegamer.mllm_tokenizer import load_tokenizer
+    from gameanim.nodes.animegamer.mllm import model as mllm_model
+    from gameanim.nodes.animegamer.mllm.tokenizer import load_tokenizer
     from transformers import MistralConfig, MistralForCausalLM
 
     torch.manual_seed(0)
@@ -64,16 +61,16 @@ class _HFProcessor:
 
 
 def run(name: str, shape: dict, width: int, tokens: int, tokenizer_dir: Path) -> None:
-    from gameanim.nodes.animegamer import mllm_step
-    from gameanim.nodes.animegamer.mllm_tokenizer import build_prompt
+    from gameanim.nodes.animegamer.mllm import step
+    from gameanim.nodes.animegamer.mllm.tokenizer import build_prompt
     from transformers import LogitsProcessorList
 
     model = build(shape, width, tokenizer_dir)
     prompt = build_prompt(model.tokenizer, model.token_ids, LINE)
-    embeds = mllm_step.prompt_embeddings(model, prompt, [])
+    embeds = step.prompt_embeddings(model, prompt, [])
     # random weights never emit </s> here, so both loops produce exactly ``tokens`` tokens
-    ours = best_of(lambda: mllm_step.text_pass(model, prompt.ids, embeds, tokens))
-    processors = LogitsProcessorList([_HFProcessor(mllm_step.ReleasedFrameProcessor(model.token_ids))])
+    ours = best_of(lambda: step.text_pass(model, prompt.ids, embeds, tokens))
+    processors = LogitsProcessorList([_HFProcessor(step.ReleasedFrameProcessor(model.token_ids))])
 
     def hf_generate() -> None:
         with torch.no_grad():
@@ -89,7 +86,7 @@ def run(name: str, shape: dict, width: int, tokens: int, tokenizer_dir: Path) ->
             )
 
     baseline = best_of(hf_generate)
-    rep = best_of(lambda: mllm_step.representation_pass(model, prompt, embeds))
+    rep = best_of(lambda: step.representation_pass(model, prompt, embeds))
 
     def causal() -> None:
         with torch.no_grad():
@@ -112,7 +109,7 @@ def main() -> None:
     parser.add_argument("--real-tokens", type=int, default=20, help="new tokens at the real width (slow on CPU)")
     args = parser.parse_args()
     import_pack()
-    from animegamer_mllm_support import tokenizer_dir as committed_tokenizer
+    from tests.support.animegamer_mllm_fixtures import tokenizer_dir as committed_tokenizer
 
     tokenizer_dir = committed_tokenizer()
     torch.set_num_threads(2)

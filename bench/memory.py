@@ -19,54 +19,16 @@ AnimeGamer turn = MLLM pass over prompt + 200 generated tokens, decoder sampling
 from __future__ import annotations
 
 import argparse
-import weakref
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import nullcontext
 
 import torch
 from _common import import_pack
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
+
+from tests.support.memory_meter import LiveBytes, fused_attention
 
 GIB = 1024**3
 HALF = torch.float16
-
-
-class LiveBytes(TorchDispatchMode):
-    """Counts the bytes of tensors created inside the mode that are still alive (by storage), and the peak."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.live = 0
-        self.peak = 0
-        self._refs: dict[int, int] = {}  # storage key -> live tensors using it
-        self._tensors: set[int] = set()
-
-    def _release(self, tensor_id: int, key: int, nbytes: int) -> None:
-        self._tensors.discard(tensor_id)
-        self._refs[key] -= 1
-        if self._refs[key] == 0:
-            del self._refs[key]
-            self.live -= nbytes
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        inputs = {t.untyped_storage()._cdata for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)}
-        for tensor in tree_flatten(out)[0]:
-            if not isinstance(tensor, torch.Tensor) or id(tensor) in self._tensors:
-                continue
-            storage = tensor.untyped_storage()
-            key, nbytes = storage._cdata, storage.nbytes()
-            if key in inputs and key not in self._refs:
-                continue  # a view (``weight.t()``) or in-place result of memory made before the stage: not new
-            if key not in self._refs:
-                self._refs[key] = 0
-                self.live += nbytes
-                self.peak = max(self.peak, self.live)
-            self._refs[key] += 1
-            self._tensors.add(id(tensor))
-            weakref.finalize(tensor, self._release, id(tensor), key, nbytes)
-        return out
 
 
 def _bytes(*tensors_or_modules: object) -> int:
@@ -77,22 +39,6 @@ def _bytes(*tensors_or_modules: object) -> int:
         elif isinstance(item, torch.Tensor):
             total += item.numel() * item.element_size()
     return total
-
-
-def _fused_sdpa(query, key, value, *args, **kwargs):
-    """Shape-only stand-in for a fused attention kernel (the output is all it allocates)."""
-    return query.new_empty((*query.shape[:-1], value.shape[-1]))
-
-
-@contextmanager
-def fused_attention(enabled: bool) -> Iterator[None]:
-    original = torch.nn.functional.scaled_dot_product_attention
-    if enabled:
-        torch.nn.functional.scaled_dot_product_attention = _fused_sdpa
-    try:
-        yield
-    finally:
-        torch.nn.functional.scaled_dot_product_attention = original
 
 
 def stage_peak(
@@ -159,7 +105,7 @@ def mllm_pass(tokens: int) -> Callable[[], tuple[object, list, Callable[[], obje
 
 
 def decoder_step() -> tuple[object, list, Callable[[], object]]:
-    from gameanim.nodes.animegamer.decoder_model import DecoderConfig, build_decoder
+    from gameanim.nodes.animegamer.decoder.model import DecoderConfig, build_decoder
 
     config = DecoderConfig()
     model = build_decoder(config, device=torch.get_default_device()).to(HALF).train(False)

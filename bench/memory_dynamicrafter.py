@@ -24,14 +24,12 @@ change the memory) and measured; that path has not been run while writing this (
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable
 
 import torch
-from _common import ROOT
-from memory import GIB, HALF, LiveBytes, fused_attention, memory_parser, report, run_setup, stage_peak
+from memory import GIB, HALF, memory_parser, report, run_setup, stage_peak
 
-sys.path.insert(0, str(ROOT / "tests"))
+from tests.support.memory_meter import cpu_and_modelled_peaks
 
 FRAMES, HEIGHT, WIDTH = 16, 320, 512
 LATENT = (4, FRAMES, HEIGHT // 8, WIDTH // 8)
@@ -42,9 +40,10 @@ Stage = Callable[[], tuple[object, list, Callable[[], object]]]
 @functools.cache
 def _meta_model(manifest: str) -> object:
     """The released model built by our loader from the real key manifest, fp16 (towers fp32, as the nodes)."""
-    from dynamicrafter_helpers import manifest_state_dict
     from gameanim.nodes.dynamicrafter.checkpoint import BUFFER_KEYS
     from gameanim.nodes.dynamicrafter.model import load_model
+
+    from tests.support.dynamicrafter_fixtures import manifest_state_dict
 
     sd = {k: v for k, v in manifest_state_dict(manifest).items() if k not in BUFFER_KEYS}  # default schedule
     with torch.device("cpu"):  # the loader builds on meta itself; the schedule it derives needs real numbers
@@ -144,52 +143,6 @@ def dual_reference_decode(manifest: str, redecode_middle: bool) -> Stage:
 
 
 # ----------------------------------------------------------------------------- cross-check on real CPU tensors
-
-
-def allocator_peak(run: Callable[[], object]) -> int:
-    """Peak bytes the CPU allocator held above its level at the start of ``run`` (PyTorch's memory profiler)."""
-    from torch._C._profiler import _EventType
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        run()
-    stack, allocations = list(prof.profiler.kineto_results.experimental_event_tree()), []
-    while stack:
-        node = stack.pop()
-        stack.extend(node.children)
-        if node.tag == _EventType.Allocation and node.extra_fields.device.type == "cpu":
-            allocations.append((node.start_time_ns, node.extra_fields.alloc_size))
-    total = peak = 0
-    for _, size in sorted(allocations, key=lambda item: item[0]):
-        total += size
-        peak = max(peak, total)
-    return peak
-
-
-def counted_peak(run: Callable[[], object]) -> int:
-    """Peak live bytes of the tensors ``run`` creates, by the dispatch counter of ``bench/memory.py``."""
-    counter = LiveBytes()
-    with counter:
-        run()
-    return counter.peak
-
-
-def cpu_and_modelled_peaks(build: Callable[[], tuple[torch.nn.Module, Callable[[], object]]]) -> tuple[int, int]:
-    """(CPU allocator peak, modelled peak) of one stage: ``build`` runs twice, on CPU with data and on meta."""
-    with torch.device("cpu"):
-        model, run = build()
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for param in model.parameters():
-            param.normal_(0, param[0].numel() ** -0.5 if param.ndim >= 2 else 0.02)
-        run()  # warm-up: one-off allocations (thread pools, kernels' caches) are not the stage's
-        real = allocator_peak(run)
-    with torch.device("meta"):
-        model, run = build()
-    model.to("meta")  # parameters made by the legacy ``torch.Tensor(...)`` ignore the default device
-    with torch.no_grad(), fused_attention(True):
-        modelled = counted_peak(run)
-    return real, modelled
 
 
 def check_builds() -> dict[str, Callable[[], tuple[torch.nn.Module, Callable[[], object]]]]:

@@ -29,7 +29,7 @@ def timed(fn, repeats: int = 3):
 
 def long_bvh(frames: int, folder: Path) -> Path:
     """The shipped run cycle repeated to ``frames`` frames."""
-    from gameanim.nodes.pose.render_motion import SAMPLE_RUN_CYCLE
+    from gameanim.nodes.pose.conditions import SAMPLE_RUN_CYCLE
 
     text = SAMPLE_RUN_CYCLE.read_text()
     head, motion = text.split("MOTION\n")
@@ -72,9 +72,9 @@ def main() -> None:
     import cv2
     import torch
     from gameanim.nodes.pose.bvh import forward_kinematics, read_bvh
-    from gameanim.nodes.pose.motion import load_motion
-    from gameanim.nodes.pose.pipeline import project_pose, render_capsule_maps, render_pose_maps
-    from gameanim.nodes.pose.render_motion import CameraSettings
+    from gameanim.nodes.pose.conditions import CameraSettings
+    from gameanim.nodes.pose.joint_tracks import load_motion
+    from gameanim.nodes.pose.maps import project_pose, render_capsule_maps, render_pose_maps
     from gameanim.nodes.pose.skeleton import pose3d_from_motion
 
     n, size = args.frames, args.size
@@ -127,9 +127,9 @@ def blender_timings(folder: Path) -> None:
     import os
     import subprocess
 
-    from gameanim.nodes.pose.blender_worker import ENV_VAR, BlenderWorker, render_rig_maps, worker_command
-    from gameanim.nodes.pose.motion import motion_from_dict
-    from gameanim.nodes.pose.render_motion import SAMPLE_RUN_CYCLE, CameraSettings
+    from gameanim.nodes.pose.blender_client import ENV_VAR, BlenderWorker, render_rig_maps, worker_command
+    from gameanim.nodes.pose.conditions import SAMPLE_RUN_CYCLE, CameraSettings
+    from gameanim.nodes.pose.joint_tracks import motion_from_dict
     from gameanim.nodes.pose.skeleton import pose3d_from_motion
 
     blender = os.environ.get(ENV_VAR, "")

@@ -2,7 +2,7 @@
 
 Run: ``python bench/sprite.py [--baseline-ref main]``.
 
-1. Real art (Kenney's CC0 walk cycles, see ``tests/sprite_real.py``; needs the arcade wheel in
+1. Real art (Kenney's CC0 walk cycles, see ``tests/support/sprite_real.py``; needs the arcade wheel in
    ``.cache/test-assets``) at 512x320 on every key, clean and generated-like: min IoU and ms/frame
    of matte + stabilise, against the previous implementation (``nodes/sprite`` of the git ref
    ``--baseline-ref``, extracted to a temporary folder) measured in the same run, plus the head's
@@ -28,8 +28,6 @@ from types import ModuleType
 import numpy as np
 from _common import ROOT, best_of, import_pack
 
-sys.path.insert(0, str(ROOT / "tests"))
-
 
 def baseline_sprite(ref: str, folder: Path) -> ModuleType:
     """``nodes.sprite`` (matte + anchor) of git ``ref``, imported as package ``gameanim_base``."""
@@ -50,9 +48,10 @@ def baseline_sprite(ref: str, folder: Path) -> ModuleType:
 
 
 def real_art(ref: str) -> None:
-    import sprite_real as real
-    import sprite_synth as synth
     from gameanim.nodes.sprite import anchor, matte
+
+    from tests.support import sprite_real as real
+    from tests.support import sprite_synth as synth
 
     if real.wheel_path() is None:
         print(f"real art: skipped ({real.WHEEL} not in .cache/test-assets)")
@@ -115,8 +114,9 @@ def main() -> None:
     args = parser.parse_args()
     import_pack()
     real_art(args.baseline_ref)
-    import sprite_synth as synth
     from gameanim.nodes.sprite import anchor, matte, sheet
+
+    from tests.support import sprite_synth as synth
 
     t = 16
     rng = np.random.default_rng(0)

@@ -1,7 +1,7 @@
 """Benchmark of Anchor & Stabilise (not part of the test suite).
 
 Run: ``python bench/sprite_anchor.py [--baseline-ref main]`` (needs the arcade wheel in
-``.cache/test-assets``, see ``tests/sprite_real.py``).
+``.cache/test-assets``, see ``tests/support/sprite_real.py``).
 
 1. Kenney's six CC0 walks at 512x320 with ±4 px planted jitter (true alpha, so the matte does not
    enter): ms/frame of stabilise and the head's horizontal span against the drawn walk's, new vs the
@@ -14,20 +14,18 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
-from _common import ROOT, import_pack, interleaved_best
+from _common import import_pack, interleaved_best
 from sprite import baseline_sprite
-
-sys.path.insert(0, str(ROOT / "tests"))
 
 
 def kenney(ref: str) -> None:
-    import sprite_real as real
     from gameanim.nodes.sprite import anchor
+
+    from tests.support import sprite_real as real
 
     if real.wheel_path() is None:
         print(f"real art: skipped ({real.WHEEL} not in .cache/test-assets)")
@@ -63,22 +61,23 @@ def kenney(ref: str) -> None:
 
 
 def rig_root() -> None:
-    from gameanim.nodes.sprite import pipeline
-    from sprite_rig import run_cycle_clip
+    from gameanim.nodes.sprite import operations
+
+    from tests.support.sprite_rig import run_cycle_clip
 
     shaken, pose, _ = run_cycle_clip(512, 320, step=1, follow_root=False, shake=4, pad=4)
     t = len(shaken)
     rgb = np.zeros((*shaken.shape, 3), np.float32)
-    hips = pipeline.rig_root_x(pose, 520, 328)
+    hips = operations.rig_root_x(pose, 520, 328)
     times = interleaved_best(
         {
-            "rig": lambda: pipeline.stabilise(rgb, shaken, pose_keypoint=pose),
-            "body": lambda: pipeline.stabilise(rgb, shaken),
+            "rig": lambda: operations.stabilise(rgb, shaken, pose_keypoint=pose),
+            "body": lambda: operations.stabilise(rgb, shaken),
         },
         3,
     )
     for name, kwargs in (("rig root", {"pose_keypoint": pose}), ("body estimate", {})):
-        offsets = pipeline.stabilise(rgb, shaken, **kwargs).offsets
+        offsets = operations.stabilise(rgb, shaken, **kwargs).offsets
         key = "rig" if kwargs else "body"
         print(
             f"run cycle ({t} frames, 520x328, crossing the frame, ±4 px shake), {name}: hips wander "

@@ -94,8 +94,7 @@ def main() -> None:
     import_pack()
     import gameanim.nodes.dynamicrafter.dualref_vae  # noqa: F401 - diffusers looks for xformers on import: before the stand-in
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures"))
-    from make_dynamicrafter_fixture import install_xformers_standin
+    from tests.support.xformers_standin import install_xformers_standin
 
     install_xformers_standin()
     sys.path.insert(0, str(args.original.resolve()))

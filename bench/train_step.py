@@ -22,7 +22,7 @@ import sys
 import time
 import weakref
 
-from _common import ROOT, import_pack
+from _common import import_pack
 
 
 class LiveTensorBytes:
@@ -67,8 +67,7 @@ class LiveTensorBytes:
 
 
 def tiny_model():
-    sys.path.insert(0, str(ROOT / "tests"))
-    from trainers_helpers import tiny_model as build
+    from tests.support.trainers_tiny import tiny_model as build
 
     return build()
 
@@ -76,13 +75,12 @@ def tiny_model():
 def full_size_model():
     """The real VC2 UNet layout (from the key manifest) with random bf16 weights; no VAE/text needed."""
     import torch
-
-    sys.path.insert(0, str(ROOT / "tests"))
     from gameanim.nodes.vc2 import checkpoint as ckpt
     from gameanim.nodes.vc2.model import VC2Model
     from gameanim.nodes.vc2.schedule import vc2_schedule
     from gameanim.nodes.vc2.unet import VC2UNet, infer_layout, keep_group_norm_fp32
-    from vc2_helpers import manifest_state_dict
+
+    from tests.support.vc2_fixtures import manifest_state_dict
 
     parts = ckpt.read_vc2(manifest_state_dict())
     layout = infer_layout(parts.unet)

@@ -40,8 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import torch
     from gameanim import api
-    from gameanim.nodes.pose.motion import load_motion
-    from gameanim.nodes.pose.render_motion import SAMPLE_RUN_CYCLE, CameraSettings, render_pose
+    from gameanim.nodes.pose.conditions import SAMPLE_RUN_CYCLE, CameraSettings, render_pose
+    from gameanim.nodes.pose.joint_tracks import load_motion
     from gameanim.nodes.pose.skeleton import pose3d_from_motion
     from gameanim.nodes.sprite.anchor import head_x
     from PIL import Image

@@ -7,7 +7,7 @@
 
 A UI-format workflow (what the browser saves: subgraphs, reroutes, primitives, bypassed nodes, files
 from older frontends) is converted to API format with the server's ``/object_info`` as the frontend's
-``app.graphToPrompt()`` does (``core/workflow_format.py``); API files are queued as they are.  ``--set TARGET.INPUT=VALUE`` overrides an input,
+``app.graphToPrompt()`` does (``workflow_format/convert.py``); API files are queued as they are.  ``--set TARGET.INPUT=VALUE`` overrides an input,
 TARGET being a node title or id; VALUE is JSON when it parses (``7``, ``true``, ``"text"``), else text,
 and is converted to the input's declared type.  The client shows a progress bar from the websocket,
 downloads every output file into ``--out`` and exits with status 1 and the server's error text when
@@ -34,9 +34,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-_FORMAT_PATH = Path(__file__).resolve().parents[1] / "core" / "workflow_format.py"
-_spec = importlib.util.spec_from_file_location("gameanim_workflow_format", _FORMAT_PATH)
+# The workflow tooling is loaded by path (stdlib only), so the client needs neither torch nor the node pack.
+_FORMAT_DIR = Path(__file__).resolve().parents[1] / "workflow_format"
+_spec = importlib.util.spec_from_file_location(
+    "gameanim_workflow_format", _FORMAT_DIR / "__init__.py", submodule_search_locations=[str(_FORMAT_DIR)]
+)
 wf = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = wf
 _spec.loader.exec_module(wf)
 
 

@@ -41,8 +41,8 @@ def make_decoder(path: Path, seed: int = 0, width: int = 64) -> Path:
     """A tiny random decoder whose token width is ``width`` (one head), saved as a converted file."""
     import_pack()
     from gameanim.core.weights import save_safetensors_atomic
-    from gameanim.nodes.animegamer.decoder_convert import FORMAT, FORMAT_VERSION
-    from gameanim.nodes.animegamer.decoder_model import DecoderConfig, build_decoder
+    from gameanim.nodes.animegamer.decoder.convert import FORMAT, FORMAT_VERSION
+    from gameanim.nodes.animegamer.decoder.model import DecoderConfig, build_decoder
 
     torch.manual_seed(seed)
     config = DecoderConfig.from_mapping({**TINY_CONFIG, "attention_head_dim": width})

@@ -1,7 +1,7 @@
 """Draw one picture per anchor and track mode for ``docs/sprite.md`` (``docs/images/anchor_<mode>.png``).
 
 Run: ``python scripts/sprite_anchor_pictures.py`` (needs the arcade wheel in ``.cache/test-assets``, see
-``tests/sprite_real.py``).  Each picture puts the clip before (left) and after (right)
+``tests/support/sprite_real.py``).  Each picture puts the clip before (left) and after (right)
 :func:`anchor.stabilise` side by side as onion skins: every frame tinted by its time (blue = first,
 orange = last), a red tick per frame at the head's x (top), a blue line per frame at the ground line
 (bottom) and, for the rig root, a green tick per frame at the hips (mid-hip from the POSE_KEYPOINT).
@@ -12,13 +12,9 @@ README demo's run cycle rendered from the shipped rig motion.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
-from _pack import import_pack
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+from _pack import ROOT, import_pack
 
 RED, BLUE, GREEN = (215, 30, 30), (30, 70, 225), (20, 150, 60)
 TOP, BOTTOM = 22, 44  # room for the head ticks above and the captions below a panel
@@ -67,10 +63,12 @@ def pair(before: np.ndarray, after: np.ndarray, title: str, anchor, hips=(None, 
 
 def main() -> None:
     import_pack()
-    import sprite_real as real
-    from gameanim.nodes.sprite import anchor, pipeline
+    sys.path.append(str(ROOT))  # for ``tests.support``: the real art and the rig clip the tests use too
+    from gameanim.nodes.sprite import anchor, operations
     from PIL import Image
-    from sprite_rig import run_cycle_clip
+
+    from tests.support import sprite_real as real
+    from tests.support.sprite_rig import run_cycle_clip
 
     out = ROOT / "docs" / "images"
     out.mkdir(parents=True, exist_ok=True)
@@ -96,8 +94,8 @@ def main() -> None:
         Image.fromarray(pair(alpha, after, title, anchor)).save(path, optimize=True)
         print(path, f"{path.stat().st_size // 1024} KB")
     alpha, pose, _ = run_cycle_clip(320, 200, step=3, follow_root=False, shake=4, seed=1, pad=4)
-    hips = pipeline.rig_root_x(pose, alpha.shape[2], alpha.shape[1])
-    result = pipeline.stabilise(np.zeros((*alpha.shape, 3), np.float32), alpha, pose_keypoint=pose)
+    hips = operations.rig_root_x(pose, alpha.shape[2], alpha.shape[1])
+    result = operations.stabilise(np.zeros((*alpha.shape, 3), np.float32), alpha, pose_keypoint=pose)
     path = out / "anchor_rig_root.png"
     picture = pair(alpha, result.alpha, "rig root (mid-hip) + lock", anchor, (hips, hips + result.offsets[:, 0]))
     Image.fromarray(picture).save(path, optimize=True)

@@ -19,7 +19,7 @@ from _pack import ROOT, import_pack
 def main(argv: list[str]) -> int:
     pack = import_pack()
     from gameanim.core.model_folders import loader_models
-    from gameanim.core.workflow_format import api_to_ui, node_definitions, ui_to_api, validate_api, without_stages
+    from gameanim.workflow_format import api_to_ui, node_definitions, ui_to_api, validate_api, without_stages
 
     definitions = json.loads((ROOT / "tests" / "data" / "core_object_info.json").read_text(encoding="utf-8"))
     definitions.update(node_definitions(pack.NODE_CLASS_MAPPINGS, pack.NODE_DISPLAY_NAME_MAPPINGS))

@@ -34,7 +34,7 @@ def pack_root() -> Path:
 @pytest.fixture(scope="session")
 def definitions(pack):
     """``/object_info``-style definitions of our nodes, built offline from the classes."""
-    from gameanim.core.workflow_format import node_definitions
+    from gameanim.workflow_format import node_definitions
 
     return node_definitions(pack.NODE_CLASS_MAPPINGS, pack.NODE_DISPLAY_NAME_MAPPINGS)
 

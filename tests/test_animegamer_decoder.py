@@ -7,8 +7,8 @@ import json
 import zipfile
 from pathlib import Path
 
-import gameanim.nodes.animegamer.decoder_convert as dc
-import gameanim.nodes.animegamer.decoder_sampler as ds
+import gameanim.nodes.animegamer.decoder.convert as dc
+import gameanim.nodes.animegamer.decoder.sampler as ds
 import pytest
 import torch
 from gameanim import api
@@ -261,7 +261,7 @@ def test_decode_shot_is_seeded_and_cancellable(decoder, parity):
 
 
 def test_sat_vae_converts_and_decodes_like_the_original():
-    from gameanim.nodes.animegamer.decoder_vae import decode_latents, load_vae
+    from gameanim.nodes.animegamer.decoder.vae import decode_latents, load_vae
 
     vae_cfg = json.loads((FIXTURE / "config.json").read_text())["vae"]
     width = vae_cfg["ch"]

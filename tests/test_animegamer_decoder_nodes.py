@@ -10,8 +10,8 @@ import gameanim
 import pytest
 import torch
 from gameanim.core.errors import InputError, ModelFileError, UnsafePathError
-from gameanim.nodes.animegamer import decoder_nodes as dn
-from gameanim.nodes.animegamer.decoder_representation import read_representation, save_representation
+from gameanim.nodes.animegamer.decoder import comfy_nodes as dn
+from gameanim.nodes.animegamer.decoder.representation import read_representation, save_representation
 from integration.workflow_models import WORKFLOW_REDUCTIONS, write_decode_workflow_models
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,7 +108,7 @@ def test_representation_round_trip_and_bad_shape(tmp_path):
 
 
 def test_vae_loader_errors(tmp_path):
-    from gameanim.nodes.animegamer.decoder_vae import load_vae
+    from gameanim.nodes.animegamer.decoder.vae import load_vae
 
     (tmp_path / "novae").mkdir()
     with pytest.raises(ModelFileError, match="config.json"):

@@ -27,8 +27,8 @@ root, source, target = sys.argv[1:4]
 spec = importlib.util.spec_from_file_location("gameanim", Path(root) / "__init__.py", submodule_search_locations=[root])
 pack = importlib.util.module_from_spec(spec); sys.modules["gameanim"] = pack; spec.loader.exec_module(pack)
 import torch, diffusers  # noqa: F401  (baseline includes the libraries)
-from gameanim.nodes.animegamer.decoder_convert import convert_to_file
-import gameanim.nodes.animegamer.decoder_model  # noqa: F401
+from gameanim.nodes.animegamer.decoder.convert import convert_to_file
+import gameanim.nodes.animegamer.decoder.model  # noqa: F401
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 convert_to_file(source, target, dtype=torch.float16)
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

@@ -6,10 +6,10 @@ import json
 
 import pytest
 import torch
-from animegamer_mllm_support import FIXTURE, reference, tiny_config, tokenizer_dir
 from gameanim import api
 from gameanim.core.errors import InputError, ModelFileError
-from gameanim.nodes.animegamer import game_state as gs
+from gameanim.nodes.animegamer.mllm import game_state as gs
+from support.animegamer_mllm_fixtures import FIXTURE, reference, tiny_config, tokenizer_dir
 
 
 def _turn(i: int, dtype=torch.bfloat16) -> gs.Turn:

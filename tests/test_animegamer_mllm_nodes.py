@@ -6,12 +6,12 @@ import shutil
 
 import pytest
 import torch
-from animegamer_mllm_support import FIXTURE, reference, tokenizer_dir
 from gameanim.core.errors import InputError, ModelFileError, UnsafePathError
 from gameanim.core.weights import read_state_dict
-from gameanim.nodes.animegamer import mllm_nodes as n
-from gameanim.nodes.animegamer.game_hud import draw_hud
-from gameanim.nodes.animegamer.game_state import Turn
+from gameanim.nodes.animegamer.mllm import comfy_nodes as n
+from gameanim.nodes.animegamer.mllm.game_state import Turn
+from gameanim.nodes.animegamer.mllm.hud import draw_hud
+from support.animegamer_mllm_fixtures import FIXTURE, reference, tokenizer_dir
 
 
 @pytest.fixture()

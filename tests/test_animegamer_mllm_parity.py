@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from animegamer_mllm_support import FIXTURE, reference, tiny_config, tokenizer_dir
 from gameanim import api
 from gameanim.core.weights import read_state_dict
-from gameanim.nodes.animegamer import mllm_step
-from gameanim.nodes.animegamer.mllm_tokenizer import build_prompt
+from gameanim.nodes.animegamer.mllm import step
+from gameanim.nodes.animegamer.mllm.tokenizer import build_prompt
+from support.animegamer_mllm_fixtures import FIXTURE, reference, tiny_config, tokenizer_dir
 
 TOL = 1e-4
 
@@ -56,15 +56,15 @@ def test_two_turn_game_matches_original(model, ref, reps):
 
 def _processed_scores(model, prompt, history, steps):
     """Top-5 processed scores of the first greedy steps, recomputed without a cache."""
-    processor = mllm_step.ReleasedFrameProcessor(model.token_ids)
-    embeds = mllm_step.prompt_embeddings(model, prompt, history)
+    processor = step.ReleasedFrameProcessor(model.token_ids)
+    embeds = step.prompt_embeddings(model, prompt, history)
     ids, seen = list(prompt.ids), []
     with torch.no_grad():
         for _ in range(steps):
             logits = model.causal_lm()(inputs_embeds=embeds).logits[0, -1].float()
             scores = processor(ids[-1], logits)
             seen.append(scores.topk(5).values)
-            ids.append(mllm_step.greedy_pick(scores))
+            ids.append(step.greedy_pick(scores))
             embeds = torch.cat([embeds, model.embed(ids[-1:])], dim=1)
     return seen
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-from animegamer_mllm_support import FIXTURE, reference, tiny_config, tokenizer_dir
 from gameanim import api
 from gameanim.core.errors import InputError, ModelFileError
 from gameanim.core.progress import Cancelled, CancelToken
 from gameanim.core.weights import read_state_dict
-from gameanim.nodes.animegamer import mllm_step
-from gameanim.nodes.animegamer.mllm_tokenizer import TokenIds
+from gameanim.nodes.animegamer.mllm import step
+from gameanim.nodes.animegamer.mllm.tokenizer import TokenIds
 from gameanim.nodes.motion.levels import released_flow
+from support.animegamer_mllm_fixtures import FIXTURE, reference, tiny_config, tokenizer_dir
 
 IDS = TokenIds(
     bos=1,
@@ -24,45 +24,45 @@ IDS = TokenIds(
 
 
 def test_processor_zeroes_101_scores_and_ties_go_to_lowest_id():
-    processor = mllm_step.ReleasedFrameProcessor(IDS)
+    processor = step.ReleasedFrameProcessor(IDS)
     scores = torch.full((32284,), -3.0)
     out = processor(15, scores.clone())
     zeroed = (out == 0.0).nonzero().flatten().tolist()
     assert zeroed == [*range(32000, 32100), 32261]
-    assert mllm_step.greedy_pick(out) == 32000  # 101 exact-0.0 ties: the lowest id wins
+    assert step.greedy_pick(out) == 32000  # 101 exact-0.0 ties: the lowest id wins
     scores[500] = 0.0
-    assert mllm_step.greedy_pick(processor(15, scores.clone())) == 500
+    assert step.greedy_pick(processor(15, scores.clone())) == 500
 
 
 def test_processor_forces_the_next_frame_token():
-    processor = mllm_step.ReleasedFrameProcessor(IDS)
+    processor = step.ReleasedFrameProcessor(IDS)
     scores = torch.randn(32284)
-    assert mllm_step.greedy_pick(processor(32260, scores.clone())) == 32000
-    assert mllm_step.greedy_pick(processor(32050, scores.clone())) == 32051
-    assert mllm_step.greedy_pick(processor(32099, scores.clone())) == 32261  # frame_00099 -> </frame>
+    assert step.greedy_pick(processor(32260, scores.clone())) == 32000
+    assert step.greedy_pick(processor(32050, scores.clone())) == 32051
+    assert step.greedy_pick(processor(32099, scores.clone())) == 32261  # frame_00099 -> </frame>
 
 
 def test_parser_reads_decodes_with_and_without_spaces():
     packed = "<ML><Strength_3></ML><SC><Strength_-2></SC><ET><Strength_0></ET><ST><Strength_5></ST></s>"
     spaced = "<ML> <Strength_3> </ML> <SC> <Strength_-2> </SC> <ET> <Strength_0> </ET> <ST> <Strength_5> </ST>"
     for text in (packed, spaced):
-        parsed = mllm_step.parse_strengths(text)
+        parsed = step.parse_strengths(text)
         assert parsed.values == (3, -2, 0, 5) and parsed.complete
-    partial = mllm_step.parse_strengths("<ML><Strength_2></ML> hello")
+    partial = step.parse_strengths("<ML><Strength_2></ML> hello")
     assert partial.values == (2, 0, 0, 0) and not partial.complete
 
 
 def test_text_ids_drop_frame_blocks_as_released():
     frames = list(range(32000, 32100))
     generated = [32270, 32260, *frames, 32261, 32275, 2]
-    assert mllm_step.text_ids(IDS, generated) == [32270, 32261, 32275, 2]
-    assert mllm_step.text_ids(IDS, [32260, 32270]) == [32270]
+    assert step.text_ids(IDS, generated) == [32270, 32261, 32275, 2]
+    assert step.text_ids(IDS, [32260, 32270]) == [32270]
     # negative starts follow Python/torch slicing, as in the released ``text_mask[eoi - 100 : eoi]``
-    assert mllm_step.text_ids(IDS, [32270, 32000, 32261, 2]) == [32261, 2]  # [-98:2] clamps to [0:2]
+    assert step.text_ids(IDS, [32270, 32000, 32261, 2]) == [32261, 2]  # [-98:2] clamps to [0:2]
     long = [5] * 140 + [32261] + [7] * 10  # [40:140]: the 100 tokens before </frame>
-    assert mllm_step.text_ids(IDS, long) == [5] * 40 + [32261] + [7] * 10
+    assert step.text_ids(IDS, long) == [5] * 40 + [32261] + [7] * 10
     late = [5] * 60 + [32261] + [7] * 89  # [-40:60] on 150 ids is [110:60]: empty, nothing removed
-    assert mllm_step.text_ids(IDS, late) == late
+    assert step.text_ids(IDS, late) == late
 
 
 def test_flow_tables():
@@ -71,7 +71,7 @@ def test_flow_tables():
 
 
 def test_mask_is_causal_with_one_open_block():
-    mask = mllm_step.bidirectional_mask(8, slice(2, 5), torch.float32, torch.device("cpu"))[0, 0]
+    mask = step.bidirectional_mask(8, slice(2, 5), torch.float32, torch.device("cpu"))[0, 0]
     allowed = mask == 0
     expected = torch.ones(8, 8).tril().bool()
     expected[2:5, 2:5] = True

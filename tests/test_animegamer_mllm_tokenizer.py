@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from animegamer_mllm_support import tokenizer_dir
 from gameanim.core.errors import InputError, ModelFileError
-from gameanim.nodes.animegamer import mllm_tokenizer as mt
+from gameanim.nodes.animegamer.mllm import tokenizer as mt
+from support.animegamer_mllm_fixtures import tokenizer_dir
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import gameanim_client as client
 import pytest
-from gameanim.core.workflow_format import without_stages
+from gameanim.workflow_format import without_stages
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from dynamicrafter_helpers import PARITY, fixture_meta, tiny_full_checkpoint
 from gameanim import api
 from gameanim.core.errors import ModelFileError
 from safetensors.torch import load_file
+from support.dynamicrafter_fixtures import PARITY, fixture_meta, tiny_full_checkpoint
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +63,8 @@ def test_unet_only_mapping_cannot_condition_on_an_image():
 
 
 def test_tooncrafter_inbetweening_decodes_with_its_keyframes():
-    from dynamicrafter_helpers import tiny_tooncrafter_checkpoint
     from gameanim.core.errors import InputError
+    from support.dynamicrafter_fixtures import tiny_tooncrafter_checkpoint
 
     meta = fixture_meta()
     toon = api.load_dynamicrafter(tiny_tooncrafter_checkpoint(), config={**meta["unet"], **meta["resampler"]})

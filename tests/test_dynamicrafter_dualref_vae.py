@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from dynamicrafter_helpers import FIXTURES, manifest_state_dict
 from gameanim.core.errors import InputError, ModelFileError
 from gameanim.core.progress import Cancelled, CancelToken
 from gameanim.nodes.dynamicrafter import dualref_vae
 from safetensors.torch import load_file
+from support.dynamicrafter_fixtures import FIXTURES, manifest_state_dict
 
 TC_WEIGHTS = FIXTURES / "tc_vae_tiny.safetensors"
 TC_PARITY = FIXTURES / "tc_vae_parity.safetensors"

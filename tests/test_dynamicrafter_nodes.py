@@ -6,11 +6,11 @@ import gameanim.nodes.dynamicrafter.comfy_nodes as cn
 import numpy as np
 import pytest
 import torch
-from dynamicrafter_helpers import fixture_meta, tiny_full_checkpoint
 from gameanim.core.errors import InputError, ModelFileError
 from gameanim.nodes.dynamicrafter import model as dc_model
 from PIL import Image
 from safetensors.torch import save_file
+from support.dynamicrafter_fixtures import fixture_meta, tiny_full_checkpoint
 
 SMALL = {"prompt": "a knight runs", "width": 24, "height": 16, "frames": 3, "steps": 2, "cfg": 3.0, "eta": 1.0}
 SMALL.update({"guidance_rescale": 0.7, "seed": 5})
@@ -76,7 +76,7 @@ def test_fit_image_centre_crops_without_stretching():
 
 @pytest.fixture(scope="module")
 def toon(tmp_path_factory):
-    from dynamicrafter_helpers import tiny_tooncrafter_checkpoint
+    from support.dynamicrafter_fixtures import tiny_tooncrafter_checkpoint
 
     base = tmp_path_factory.mktemp("comfy_toon")
     folder = base / "models" / "dynamicrafter" / "ToonCrafter"

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from dynamicrafter_helpers import PARITY, TINY_WEIGHTS, fixture_meta
 from gameanim.core.errors import InputError
 from gameanim.nodes.dynamicrafter.model import conditioning_latents, load_model, sample, split_config
 from gameanim.nodes.dynamicrafter.schedule import dynamicrafter_schedule
 from gameanim.nodes.vc2.schedule import ddim_timesteps
 from safetensors.torch import load_file
+from support.dynamicrafter_fixtures import PARITY, TINY_WEIGHTS, fixture_meta
 
 RUNS = {  # fixture name: (eta, spacing, guidance_rescale), as make_dynamicrafter_fixture.py ran them
     "eta0": (0.0, "uniform_trailing", 0.7),

@@ -5,13 +5,13 @@ from __future__ import annotations
 import gameanim.nodes.dynamicrafter.checkpoint as ckpt
 import pytest
 import torch
-from dynamicrafter_helpers import PARITY, TINY_WEIGHTS, fixture_meta, manifest_state_dict
 from gameanim.core.errors import InputError, ModelFileError
 from gameanim.nodes.dynamicrafter.image_encoder import build_image_encoder
 from gameanim.nodes.dynamicrafter.resampler import build_resampler
 from gameanim.nodes.dynamicrafter.unet import build_dc_unet
 from gameanim.nodes.vc2.text_encoder import build_text_encoder
 from safetensors.torch import load_file
+from support.dynamicrafter_fixtures import PARITY, TINY_WEIGHTS, fixture_meta, manifest_state_dict
 
 UNET_PARAMS = 1_438_854_980  # manifest group model.diffusion_model
 RESAMPLER_PARAMS = 48_787_456  # manifest group image_proj_model

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 from gameanim.core import host
-from gameanim.nodes.animegamer.decoder_vae import latent_rgb_map
+from gameanim.nodes.animegamer.decoder.vae import latent_rgb_map
 
 
 def test_manage_keeps_one_handle_per_module_and_copies_get_their_own():

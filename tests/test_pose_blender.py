@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gameanim.nodes.pose.blender_worker import ENV_VAR, BlenderWorker, motion_from_rig, render_rig_maps, worker_command
+from gameanim.nodes.pose.blender_client import ENV_VAR, BlenderWorker, motion_from_rig, render_rig_maps, worker_command
 from gameanim.nodes.pose.camera import PRESETS
-from gameanim.nodes.pose.motion import load_motion
-from gameanim.nodes.pose.render_motion import SAMPLE_RUN_CYCLE, CameraSettings, render_pose
+from gameanim.nodes.pose.conditions import SAMPLE_RUN_CYCLE, CameraSettings, render_pose
+from gameanim.nodes.pose.joint_tracks import load_motion
 from gameanim.nodes.pose.skeleton import pose3d_from_motion
 
 BLENDER = os.environ.get(ENV_VAR, "")
@@ -104,7 +104,7 @@ def _keypoints(pose, preset):
 
 
 def test_addon_export_and_blend_file_match_bvh(tmp_path):
-    from gameanim.nodes.pose.motion import motion_from_json
+    from gameanim.nodes.pose.joint_tracks import motion_from_json
 
     out = tmp_path / "run.json"
     done = subprocess.run(

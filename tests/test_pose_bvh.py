@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from gameanim.core.errors import InputError
 from gameanim.nodes.pose.bvh import forward_kinematics, parse_bvh, read_bvh
-from gameanim.nodes.pose.motion import load_motion, motion_from_dict, select_frames
-from gameanim.nodes.pose.render_motion import SAMPLE_RUN_CYCLE
+from gameanim.nodes.pose.conditions import SAMPLE_RUN_CYCLE
+from gameanim.nodes.pose.joint_tracks import load_motion, motion_from_dict, select_frames
 from gameanim.nodes.pose.skeleton import pose3d_from_motion, resolve_mapping
-from pose_testutil import analytic_points, write_bvh
+from support.pose_bvh import analytic_points, write_bvh
 
 GOOD = """HIERARCHY
 ROOT Hips
@@ -120,7 +120,7 @@ def test_user_mapping_fixes_unknown_bones(tmp_path):
 
 
 def _mixamo_names():
-    from pose_testutil import JOINTS
+    from support.pose_bvh import JOINTS
 
     return [name for name, _, _ in JOINTS]
 

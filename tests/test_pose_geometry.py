@@ -6,11 +6,11 @@ import gameanim.nodes.pose.camera as cam_mod
 import numpy as np
 import pytest
 from gameanim.core.errors import InputError
-from gameanim.nodes.pose.motion import load_motion
-from gameanim.nodes.pose.pipeline import project_pose, render_capsule_maps, render_pose_maps
+from gameanim.nodes.pose.joint_tracks import load_motion
+from gameanim.nodes.pose.maps import project_pose, render_capsule_maps, render_pose_maps
 from gameanim.nodes.pose.render import COLORS, capsule_maps, depth_image, normal_image
 from gameanim.nodes.pose.skeleton import pose3d_from_motion
-from pose_testutil import analytic_points, write_bvh
+from support.pose_bvh import analytic_points, write_bvh
 
 W, H = 512, 384
 # Hand-derived camera axes (right, up, view) per preset for a rig facing +Z with its left at +X.
@@ -191,9 +191,9 @@ def test_capsule_maps_near_limb_brighter(pose):
 
 
 def test_hands_from_finger_bones(tmp_path):
+    from gameanim.nodes.pose.conditions import CameraSettings, render_pose
     from gameanim.nodes.pose.render import HAND_COLORS
-    from gameanim.nodes.pose.render_motion import CameraSettings, render_pose
-    from pose_testutil import FINGER_NAMES, rest_positions, yaw_matrix
+    from support.pose_bvh import FINGER_NAMES, rest_positions, yaw_matrix
 
     frames = [((0.0, 100.0, 0.0), 0.0), ((0.0, 100.0, 0.0), 180.0)]
     path = tmp_path / "hands.bvh"

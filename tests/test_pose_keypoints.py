@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 from gameanim import api
-from gameanim.nodes.pose.render_motion import SAMPLE_RUN_CYCLE
+from gameanim.nodes.pose.conditions import SAMPLE_RUN_CYCLE
 
 
 class Keypoint(NamedTuple):
@@ -47,7 +47,7 @@ def is_normalized(keypoints) -> bool:
 
 @pytest.fixture(scope="module")
 def rendered():
-    from gameanim.nodes.pose.render_motion import CameraSettings, render_motion_file
+    from gameanim.nodes.pose.conditions import CameraSettings, render_motion_file
 
     return render_motion_file(SAMPLE_RUN_CYCLE, CameraSettings(preset="back", width=640, height=384), (0, None, 4))
 
@@ -121,7 +121,7 @@ def test_api_cancel_stops_render():
 
 
 def test_api_pose_from_motion_json(tmp_path):
-    from gameanim.nodes.pose.motion import load_motion
+    from gameanim.nodes.pose.joint_tracks import load_motion
 
     motion = load_motion(SAMPLE_RUN_CYCLE)
     data = {

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from gameanim.core.errors import InputError, UnsafePathError
 from gameanim.nodes.pose import comfy_nodes as nodes
-from gameanim.nodes.pose.blender_worker import ENV_VAR, BlenderError, blender_executable, motion_from_rig
+from gameanim.nodes.pose.blender_client import ENV_VAR, BlenderError, blender_executable, motion_from_rig
 
 
 @pytest.fixture()

@@ -5,14 +5,14 @@ from __future__ import annotations
 import copy
 
 import gameanim.nodes.sprite.anchor as anchor
-import gameanim.nodes.sprite.pipeline as pipeline
+import gameanim.nodes.sprite.operations as operations
 import numpy as np
 import pytest
-import sprite_synth as synth
 import torch
 from gameanim import api
 from gameanim.core.errors import InputError
-from sprite_rig import run_cycle_clip
+from support import sprite_synth as synth
+from support.sprite_rig import run_cycle_clip
 
 
 def jittered(t=10, seed=1, amp=4.0, amp_y=None):
@@ -95,13 +95,13 @@ def test_rig_root_anchor_removes_planted_jitter():
     rgb = np.repeat(alpha[..., None], 3, axis=-1)
     _, _, offsets = api.stabilise(torch.from_numpy(rgb), torch.from_numpy(alpha), pose_keypoint=pose)
     offsets = np.asarray(offsets)
-    root = pipeline.rig_root_x(pose, alpha.shape[2], alpha.shape[1])
+    root = operations.rig_root_x(pose, alpha.shape[2], alpha.shape[1])
     assert np.ptp(root + offsets[:, 0]) <= 1.0  # the hips sit on one canvas column
     assert np.ptp(offsets[:, 0] + planted[:, 0]) <= 1  # the planted jitter is undone
     # Hidden hips on two frames: those frames fall back to the body estimate, calibrated on the hips.
     for i in (3, 7):
         pose[i]["people"][0]["pose_keypoints_2d"][3 * 8 : 3 * 8 + 3] = [0.0, 0.0, 0.0]
-    result = pipeline.stabilise(rgb, alpha, pose_keypoint=pose)
+    result = operations.stabilise(rgb, alpha, pose_keypoint=pose)
     assert np.ptp(result.offsets[:, 0] + planted[:, 0]) <= 1
 
 
@@ -109,10 +109,10 @@ def test_rig_root_anchor_takes_out_the_travel_exactly():
     """A run that crosses the frame (camera not following): in place on the hips, travel = the rig's."""
     alpha, pose, _ = run_cycle_clip(follow_root=False)
     rgb = np.repeat(alpha[..., None], 3, axis=-1)
-    root = pipeline.rig_root_x(pose, alpha.shape[2], alpha.shape[1])
+    root = operations.rig_root_x(pose, alpha.shape[2], alpha.shape[1])
     assert np.ptp(root) > 100  # it really travels
-    by_rig = pipeline.stabilise(rgb, alpha, pose_keypoint=pose)
-    by_body = pipeline.stabilise(rgb, alpha)
+    by_rig = operations.stabilise(rgb, alpha, pose_keypoint=pose)
+    by_body = operations.stabilise(rgb, alpha)
     assert np.ptp(root + by_rig.offsets[:, 0]) <= 0.5  # measured 0.28
     assert np.ptp(root + by_body.offsets[:, 0]) > 1.5  # the body estimate alone: 2.1 px of wander
     np.testing.assert_allclose(by_rig.offsets[0, 0] - by_rig.offsets[:, 0], root - root[0], atol=0.5)
@@ -122,9 +122,9 @@ def test_rig_root_errors():
     alpha, pose, _ = run_cycle_clip()
     rgb = np.repeat(alpha[..., None], 3, axis=-1)
     with pytest.raises(InputError, match="frames"):
-        pipeline.stabilise(rgb, alpha, pose_keypoint=pose[:-1])
+        operations.stabilise(rgb, alpha, pose_keypoint=pose[:-1])
     hidden = copy.deepcopy(pose)
     for frame in hidden:
         frame["people"] = []
     with pytest.raises(InputError, match="hips"):
-        pipeline.stabilise(rgb, alpha, pose_keypoint=hidden)
+        operations.stabilise(rgb, alpha, pose_keypoint=hidden)

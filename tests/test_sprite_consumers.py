@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import sprite_synth as synth
 import torch
 from gameanim import api
+from support import sprite_synth as synth
 
 HERE = Path(__file__).resolve().parent
 PHASER = HERE / "js" / "node_modules" / "phaser" / "dist" / "phaser.min.js"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import sprite_synth as synth
 import torch
 from gameanim import api
 from gameanim.core.errors import InputError, UnsafePathError
 from PIL import Image
+from support import sprite_synth as synth
 
 DURATIONS = [100, 80, 120, 60, 100]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import gameanim.nodes.sprite.matte as matte
 import numpy as np
 import pytest
-import sprite_synth as synth
 import torch
 from gameanim import api
 from gameanim.core.errors import InputError
+from support import sprite_synth as synth
 
 KEYS = [(0.1, 0.8, 0.2), (1.0, 1.0, 1.0), (0.0, 0.0, 0.0), (0.2, 0.3, 0.9), (0.9, 0.3, 0.8)]
 

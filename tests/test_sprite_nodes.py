@@ -115,8 +115,8 @@ def test_timing_node_loop_trim_reports_indices():
 def test_any_image_connects_and_mask_polarity_is_explicit(tmp_path, monkeypatch):
     """Stabilise, Pixel Art, Save Sprite Sheet and Save Sprite Animation take a plain IMAGE (opaque), a
     4-channel IMAGE (4th channel = alpha) or a MASK of either polarity, with the same result."""
-    import sprite_synth as synth
     import torch
+    from support import sprite_synth as synth
 
     monkeypatch.setenv("GAMEANIM_BASE_DIR", str(tmp_path))
     frames, truth, _ = synth.clip(t=3, h=96, w=128)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import gameanim.nodes.sprite.pixelart as px
 import numpy as np
 import pytest
-import sprite_synth as synth
 import torch
 from gameanim import api
 from gameanim.core.errors import InputError
+from support import sprite_synth as synth
 
 
 def test_palette_parsers(tmp_path):

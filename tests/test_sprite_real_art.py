@@ -1,4 +1,4 @@
-"""The sprite toolkit on real game art: Kenney's CC0 walk cycles (see ``sprite_real.py`` for the source).
+"""The sprite toolkit on real game art: Kenney's CC0 walk cycles (see ``support/sprite_real.py`` for the source).
 
 Each 8-frame walk is composited with planted whole-pixel jitter onto every key VC2 produces, clean
 and with what a video model adds (gradient + vignette, per-frame noise, JPEG blocks); the truth is
@@ -12,8 +12,8 @@ import gameanim.nodes.sprite.anchor as anchor
 import gameanim.nodes.sprite.matte as matte
 import numpy as np
 import pytest
-import sprite_real as real
-import sprite_synth as synth
+from support import sprite_real as real
+from support import sprite_synth as synth
 
 # Parts drawn in the key's own colour that the matte still cannot tell from background keep a
 # lower bound (measured minimum over 8 frames, clean / generated).  Female person on light grey

@@ -1,6 +1,6 @@
 """Root motion from Stabilise into the atlas: per frame, in sheet pixels, in every writer.
 
-A real walk (Kenney's CC0 male adventurer, see ``sprite_real.py``) made to travel 6 px per frame goes
+A real walk (Kenney's CC0 male adventurer, see ``support/sprite_real.py``) made to travel 6 px per frame goes
 through the nodes as a user wires them: Stabilise (lock) -> Pixel Art (half size) -> Save Sprite
 Sheet with Stabilise's offsets_json on ``root_motion``.
 """
@@ -11,11 +11,11 @@ import json
 
 import numpy as np
 import pytest
-import sprite_real as real
-import sprite_synth as synth
 import torch
 from gameanim.core.errors import InputError
-from gameanim.nodes.sprite import anchor, comfy_nodes, pipeline
+from gameanim.nodes.sprite import anchor, comfy_nodes, operations
+from support import sprite_real as real
+from support import sprite_synth as synth
 
 STEP = 6  # px per frame the walk travels
 
@@ -86,7 +86,7 @@ def test_merged_holds_keep_their_first_frames_root():
     frames, alpha, _ = synth.clip(t=4, h=64, w=64)
     frames[1], alpha[1] = frames[0], alpha[0]  # frame 1 holds frame 0
     info = {"root_motion": [[0, 0], [2, 0], [4, 0], [6, 0]], "canvas": {"w": 64, "h": 64}}
-    built = pipeline.build_sheet(frames, alpha, merge_holds=True, root_motion=info)
+    built = operations.build_sheet(frames, alpha, merge_holds=True, root_motion=info)
     assert [f.root for f in built.frames] == [(0.0, 0.0), (4.0, 0.0), (6.0, 0.0)]
     assert [f.duration_ms for f in built.frames] == [167, 83, 83]
 
@@ -96,15 +96,17 @@ def test_root_motion_follows_a_timing_chart_after_stabilise():
     frames, alpha, _ = synth.clip(t=5, h=48, w=48)
     info = {"root_motion": [[0, 0], [4, 0], [8, 0], [12, 0]], "canvas": {"w": 96, "h": 96}}  # half size here
     times = [0.0, 1.0, 1.5, 2.0, 3.0]
-    built = pipeline.build_animation_sheet([(frames, alpha)], ["run"], [12.0], root_motion=[info], source_times=[times])
+    built = operations.build_animation_sheet(
+        [(frames, alpha)], ["run"], [12.0], root_motion=[info], source_times=[times]
+    )
     assert [f.root for f in built.frames] == [(0.0, 0.0), (2.0, 0.0), (3.0, 0.0), (4.0, 0.0), (6.0, 0.0)]
 
 
 def test_root_motion_errors():
     frames, alpha, _ = synth.clip(t=3, h=32, w=32)
     with pytest.raises(InputError, match="offsets_json"):
-        pipeline.build_sheet(frames, alpha, root_motion="not json")
+        operations.build_sheet(frames, alpha, root_motion="not json")
     with pytest.raises(InputError, match="Timing Chart's timing"):
-        pipeline.build_sheet(frames, alpha, root_motion={"root_motion": [[0, 0]], "canvas": {"w": 32, "h": 32}})
+        operations.build_sheet(frames, alpha, root_motion={"root_motion": [[0, 0]], "canvas": {"w": 32, "h": 32}})
     with pytest.raises(InputError, match="root motions"):
-        pipeline.build_animation_sheet([(frames, alpha)] * 2, ["a", "b"], [12.0, 12.0], root_motion=[None])
+        operations.build_animation_sheet([(frames, alpha)] * 2, ["a", "b"], [12.0, 12.0], root_motion=[None])

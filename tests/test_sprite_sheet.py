@@ -7,10 +7,10 @@ import json
 import gameanim.nodes.sprite.sheet as sheet
 import numpy as np
 import pytest
-import sprite_synth as synth
 import torch
 from gameanim import api
 from gameanim.core.errors import InputError, UnsafePathError
+from support import sprite_synth as synth
 
 
 def frames_rgba(t=5, h=40, w=30, seed=0):
@@ -159,11 +159,11 @@ def test_sheet_bad_input():
 
 
 def test_several_animations_share_one_sheet_and_every_atlas_names_them():
-    from gameanim.nodes.sprite import pipeline
+    from gameanim.nodes.sprite import operations
 
     small = synth.clip(t=3, h=40, w=30, seed=1)
     tall = synth.clip(t=2, h=48, w=26, seed=2)
-    built = pipeline.build_animation_sheet(
+    built = operations.build_animation_sheet(
         [(torch.from_numpy(small[0]), torch.from_numpy(small[1])), (torch.from_numpy(tall[0]), tall[1])],
         ["walk", "jump"],
         [10.0, 4.0],
@@ -190,8 +190,8 @@ def test_several_animations_share_one_sheet_and_every_atlas_names_them():
     "names,match", [(["a"], "one animation name per clip"), (["a", "a"], "distinct"), (["a", " "], "non-empty")]
 )
 def test_animation_names_are_checked(names, match):
-    from gameanim.nodes.sprite import pipeline
+    from gameanim.nodes.sprite import operations
 
     clip = synth.clip(t=2, h=20, w=20)
     with pytest.raises(InputError, match=match):
-        pipeline.build_animation_sheet([(clip[0], clip[1])] * 2, names, [12.0, 12.0])
+        operations.build_animation_sheet([(clip[0], clip[1])] * 2, names, [12.0, 12.0])

@@ -2,36 +2,36 @@
 
 from __future__ import annotations
 
-import gameanim.nodes.sprite.timing as timing
+import gameanim.nodes.sprite.playback as playback
 import numpy as np
 import pytest
-import sprite_synth as synth
 import torch
 from gameanim import api
 from gameanim.core.errors import InputError
+from support import sprite_synth as synth
 
 
 def test_index_plans():
-    assert timing.hold_indices(7, 2).tolist() == [0, 0, 2, 2, 4, 4, 6]
-    assert timing.hold_indices(6, 3).tolist() == [0, 0, 0, 3, 3, 3]
-    assert timing.repeat_indices(3, 2).tolist() == [0, 0, 1, 1, 2, 2]
-    assert timing.resample_indices(8, 4).tolist() == [0, 2, 4, 6]
-    assert timing.resample_indices(3, 6).tolist() == [0, 0, 1, 1, 2, 2]
-    assert timing.retime_indices(16, 16, 8).tolist() == [0, 2, 4, 6, 8, 10, 12, 14]
-    assert timing.retime_indices(4, 8, 12).tolist() == [0, 0, 1, 2, 2, 3]
-    assert timing.ping_pong_indices(4).tolist() == [0, 1, 2, 3, 2, 1]
-    assert timing.ping_pong_indices(1).tolist() == [0]
+    assert playback.hold_indices(7, 2).tolist() == [0, 0, 2, 2, 4, 4, 6]
+    assert playback.hold_indices(6, 3).tolist() == [0, 0, 0, 3, 3, 3]
+    assert playback.repeat_indices(3, 2).tolist() == [0, 0, 1, 1, 2, 2]
+    assert playback.resample_indices(8, 4).tolist() == [0, 2, 4, 6]
+    assert playback.resample_indices(3, 6).tolist() == [0, 0, 1, 1, 2, 2]
+    assert playback.retime_indices(16, 16, 8).tolist() == [0, 2, 4, 6, 8, 10, 12, 14]
+    assert playback.retime_indices(4, 8, 12).tolist() == [0, 0, 1, 2, 2, 3]
+    assert playback.ping_pong_indices(4).tolist() == [0, 1, 2, 3, 2, 1]
+    assert playback.ping_pong_indices(1).tolist() == [0]
 
 
 def test_bad_timing_inputs():
     with pytest.raises(InputError):
-        timing.hold_indices(0, 2)
+        playback.hold_indices(0, 2)
     with pytest.raises(InputError):
-        timing.retime_indices(4, 0, 12)
+        playback.retime_indices(4, 0, 12)
     with pytest.raises(InputError):
-        timing.resample_indices(4, 0)
+        playback.resample_indices(4, 0)
     with pytest.raises(InputError, match="min_length"):
-        timing.find_loop(np.zeros((3, 8, 8, 3), np.float32), None, 4)
+        playback.find_loop(np.zeros((3, 8, 8, 3), np.float32), None, 4)
 
 
 @pytest.mark.parametrize(("start", "period"), [(2, 7), (0, 5), (3, 9)])
@@ -46,7 +46,7 @@ def test_loop_closure_finds_planted_loop(start, period):
     positions = lead + [cycle[k % period] for k in range(t - start)]
     frames, alpha, _ = synth.clip(t=t, h=160, w=256, positions=positions)
     frames = np.clip(frames + rng.normal(0, 0.01, frames.shape), 0, 1).astype(np.float32)
-    s, e, score = timing.find_loop(frames, alpha, min_length=period - 1)
+    s, e, score = playback.find_loop(frames, alpha, min_length=period - 1)
     assert (e - s) % period == 0 and s >= start
     assert score < 0.02
 
@@ -55,7 +55,7 @@ def test_collapse_holds_sums_durations():
     frames = np.zeros((6, 4, 4, 3), np.float32)
     frames[2:4] = 0.5
     frames[5] = 1.0
-    keep, dur = timing.collapse_holds(frames, None, np.full(6, 50.0))
+    keep, dur = playback.collapse_holds(frames, None, np.full(6, 50.0))
     assert keep.tolist() == [0, 2, 4, 5]
     assert dur.tolist() == [100, 100, 50, 50]
 

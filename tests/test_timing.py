@@ -1,6 +1,6 @@
 """Animation timing: key poses, timing charts (holds, ones/twos/threes, spacing) and smears.
 
-Synthetic clips have known keys (tests/timing_synth.py); the Kenney walk cycle (CC0, from the
+Synthetic clips have known keys (tests/support/timing_synth.py); the Kenney walk cycle (CC0, from the
 ``arcade`` wheel, tests/fixtures/kenney_walk) and the shipped run_cycle.bvh rendered by the pose
 renderer are real material nobody here drew.
 """
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import timing_synth as ts
 import torch
 from gameanim import api
 from gameanim.core.errors import InputError
 from gameanim.nodes.timing.spacing import spacing_curve
+from support import timing_synth as ts
 
 ROOT = Path(__file__).resolve().parents[1]
 KENNEY = ROOT / "tests" / "fixtures" / "kenney_walk"

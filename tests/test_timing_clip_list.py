@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 
 import pytest
-import timing_synth as ts
 import torch
 from gameanim.core.errors import InputError
+from support import timing_synth as ts
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """Timing a cycle (walk, run, idle) as a loop: keys found across the seam, the seam timed like the rest.
 
-The clip is one cycle of a textured ball swinging side to side (tests/timing_synth.py): frame 0
+The clip is one cycle of a textured ball swinging side to side (tests/support/timing_synth.py): frame 0
 follows the last frame, so a loop must step from its last drawing to its first as evenly as inside.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import timing_synth as ts
 from gameanim import api
+from support import timing_synth as ts
 
 
 def _x(frames) -> np.ndarray:

@@ -8,7 +8,7 @@ import pytest
 import torch
 from gameanim.core.errors import InputError, UnsafePathError
 from safetensors.torch import save_file
-from vc2_helpers import tiny_full_checkpoint
+from support.vc2_fixtures import tiny_full_checkpoint
 
 INIT = {
     "run_name": "knight",

@@ -17,7 +17,7 @@ from gameanim.trainers import lora as lora_mod
 from gameanim.trainers.lora_file import save_lora
 from PIL import Image
 from safetensors.torch import save_file
-from trainers_helpers import tiny_model, write_concept_folder
+from support.trainers_tiny import tiny_model, write_concept_folder
 
 FAST = {"rank": 4, "alpha": 4.0, "learning_rate": 1e-2, "caption_dropout": 0.0, "checkpoint_every": 0}
 
@@ -279,8 +279,8 @@ def test_api_train_lora_saves(model, tmp_path):
 )
 def test_mixed_precision_steps(concept, weights, precision, scaled):
     from gameanim.nodes.vc2.model import VC2Model, load_model
-    from trainers_helpers import tiny_text_encoder, tiny_vae
-    from vc2_helpers import TINY_WEIGHTS
+    from support.trainers_tiny import tiny_text_encoder, tiny_vae
+    from support.vc2_fixtures import TINY_WEIGHTS
 
     base = load_model(str(TINY_WEIGHTS), dtype=weights)
     model = VC2Model(unet=base.unet, schedule=base.schedule, vae=tiny_vae(), text_encoder=tiny_text_encoder())
@@ -329,7 +329,7 @@ def test_repeat_still_mode_trains_static_clips(model, concept):
 
 def test_a_lora_fits_the_same_base_loaded_in_half_precision(trained, tmp_path):
     from gameanim.nodes.vc2.model import load_model
-    from vc2_helpers import TINY_WEIGHTS
+    from support.vc2_fixtures import TINY_WEIGHTS
 
     run, _ = trained
     path = save_lora(run.lora_state(), tmp_path, "hero", run.metadata())

@@ -10,13 +10,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from animegamer_mllm_support import tokenizer_dir
 from gameanim import api
 from gameanim.core.errors import ModelFileError
-from gameanim.nodes.animegamer.decoder_representation import read_representation
-from gameanim.nodes.animegamer.mllm_tokenizer import load_tokenizer
+from gameanim.nodes.animegamer.decoder.representation import read_representation
+from gameanim.nodes.animegamer.mllm.tokenizer import load_tokenizer
 from gameanim.nodes.motion.flow import load_raft
 from gameanim.trainers.lora_file import read_lora
+from support.animegamer_mllm_fixtures import tokenizer_dir
 
 # A download tool's error text saved as the model file (the unpickler raises KeyError on its first byte).
 TEXT = "huggingface-cli download failed: 401 Client Error: Unauthorized for url\n" * 3

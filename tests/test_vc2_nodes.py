@@ -10,7 +10,7 @@ import pytest
 import torch
 from gameanim.core.errors import InputError, ModelFileError
 from safetensors.torch import save_file
-from vc2_helpers import tiny_full_checkpoint
+from support.vc2_fixtures import tiny_full_checkpoint
 
 SMALL = {"width": 64, "height": 64, "frames": 2, "fps": 16, "steps": 1, "cfg": 4.0, "eta": 1.0, "seed": 3}
 

@@ -10,7 +10,7 @@ from gameanim import api
 from gameanim.core.errors import InputError, NumericalError
 from gameanim.core.progress import Cancelled, CancelToken
 from safetensors.torch import load_file
-from vc2_helpers import PARITY, TINY_WEIGHTS
+from support.vc2_fixtures import PARITY, TINY_WEIGHTS
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import torch
 from gameanim import api
 from gameanim.core.errors import InputError, ModelFileError
 from safetensors.torch import load_file
-from vc2_helpers import TINY_WEIGHTS, manifest_state_dict
+from support.vc2_fixtures import TINY_WEIGHTS, manifest_state_dict
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pytest
 import torch
 from gameanim.core.errors import ModelFileError
 from safetensors.torch import load_file
-from vc2_helpers import PARITY, TINY_WEIGHTS, manifest_state_dict
+from support.vc2_fixtures import PARITY, TINY_WEIGHTS, manifest_state_dict
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from gameanim.core.workflow_format import (
+from gameanim.workflow_format import (
     WorkflowError,
     absolute_paths,
     api_to_ui,

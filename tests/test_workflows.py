@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from gameanim.core.model_folders import LOADER_INPUTS, MODEL_FOLDERS, expected_file
-from gameanim.core.workflow_format import (
+from gameanim.workflow_format import (
     absolute_paths,
     group_members,
     is_api_format,

@@ -12,10 +12,10 @@ from ...core.errors import InputError
 from ...core.paths import confined
 from ...core.preview import animation_preview
 from ..common import category, field
-from .blender_worker import RIG_SUFFIXES, motion_from_rig, render_rig_maps
+from .blender_client import RIG_SUFFIXES, motion_from_rig, render_rig_maps
 from .camera import PRESETS, PROJECTIONS
-from .motion import load_motion
-from .render_motion import SAMPLE_DIR, CameraSettings, render_pose
+from .conditions import SAMPLE_DIR, CameraSettings, render_pose
+from .joint_tracks import load_motion
 from .skeleton import BUILTIN_MAPPINGS, Pose3D, load_mapping, pose3d_from_motion
 from .wan_fit import LENGTH_RULES, WAN_FPS, WAN_MAX_FRAMES, fit_camera, reference_on_canvas, resample_pose
 
@@ -273,7 +273,7 @@ class RenderPoseDepthNormal:
         }
 
     def render(self, pose3d: Pose3D, camera: CameraSettings) -> tuple[Any, Any, Any]:
-        from .pipeline import render_capsule_maps
+        from .maps import render_capsule_maps
 
         depth, normal = render_capsule_maps(pose3d, camera.fit(pose3d), host.progress(pose3d.frame_count))
         depth_t = _images(depth)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import InputError
-from .motion import Motion, read_json_file
+from .joint_tracks import Motion, read_json_file
 
 OPENPOSE_18 = (
     "nose", "neck", "r_shoulder", "r_elbow", "r_wrist", "l_shoulder", "l_elbow", "l_wrist",

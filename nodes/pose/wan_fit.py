@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import InputError
-from .render_motion import CameraSettings
+from .conditions import CameraSettings
 from .skeleton import Pose3D
 
 WAN_FPS = 16.0

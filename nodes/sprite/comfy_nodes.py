@@ -1,4 +1,4 @@
-"""ComfyUI nodes of the sprite toolkit (thin adapters over :mod:`.pipeline` and friends).
+"""ComfyUI nodes of the sprite toolkit (thin adapters over :mod:`.operations` and friends).
 
 The library modules (OpenCV, scipy, Pillow) are imported inside the node functions, so importing
 the pack stays fast and a missing library only breaks the node that needs it, with its own error.
@@ -218,12 +218,12 @@ class GameAnimSpriteRemoveBackground:
         min_hole: int = 24,
         if_not_solid: str = "stop",
     ) -> tuple:
-        from . import pipeline
+        from . import operations
         from .frames import split_image, to_tensor
         from .matte import NotSolidError
 
         try:
-            rgb, alpha, _ = pipeline.remove_background(
+            rgb, alpha, _ = operations.remove_background(
                 image, mask, low, high, border, cleanup, host.progress(len(image)), min_hole, mask_is
             )
         except NotSolidError as exc:
@@ -299,11 +299,11 @@ class GameAnimSpriteStabilise:
         mask_is: str = "alpha",
         pose_keypoint: Any | None = None,
     ) -> tuple:
-        from . import pipeline
+        from . import operations
         from .anchor import root_travel
         from .frames import to_tensor
 
-        result = pipeline.stabilise(
+        result = operations.stabilise(
             image,
             mask,
             mask_is,
@@ -370,24 +370,24 @@ class GameAnimSpriteTiming:
         min_loop: int,
         mask: Any | None = None,
     ) -> tuple:
-        from . import pipeline, timing
+        from . import operations, playback
         from .frames import to_tensor
 
-        rgb, alpha = pipeline.rgb_alpha(image, mask)
+        rgb, alpha = operations.rgb_alpha(image, mask)
         n = len(rgb)
         info: dict[str, Any] = {"operation": operation}
         if operation == "hold":
-            idx = timing.hold_indices(n, step)
+            idx = playback.hold_indices(n, step)
         elif operation == "repeat":
-            idx = timing.repeat_indices(n, step)
+            idx = playback.repeat_indices(n, step)
         elif operation == "resample_count":
-            idx = timing.resample_indices(n, count)
+            idx = playback.resample_indices(n, count)
         elif operation == "retime_fps":
-            idx = timing.retime_indices(n, fps_in, fps_out)
+            idx = playback.retime_indices(n, fps_in, fps_out)
         elif operation == "ping_pong":
-            idx = timing.ping_pong_indices(n)
+            idx = playback.ping_pong_indices(n)
         elif operation == "loop_trim":
-            start, end, score = timing.find_loop(rgb, alpha, min_loop)
+            start, end, score = playback.find_loop(rgb, alpha, min_loop)
             idx = np.arange(start, end)
             info.update(start=start, end=end, score=score)
         else:
@@ -452,13 +452,13 @@ class GameAnimSpritePixelArt:
         mask: Any | None = None,
         mask_is: str = "alpha",
     ) -> tuple:
-        from . import pipeline
+        from . import operations
         from .frames import to_tensor
         from .pixelart import hex_palette, load_palette
 
         pal = load_palette(confined(host.input_dir(), palette_file)) if palette == "file" else None
         colour = hex_palette([outline_colour])[0] if outline else None
-        rgb, alpha, _ = pipeline.pixelate(
+        rgb, alpha, _ = operations.pixelate(
             image,
             mask,
             width,
@@ -566,7 +566,7 @@ class GameAnimSpriteSheet:
         mask_is: list[str] | None = None,
         root_motion: list[str] | None = None,
     ) -> dict:
-        from . import pipeline
+        from . import operations
         from .frames import to_tensor
 
         count = len(image)
@@ -582,7 +582,7 @@ class GameAnimSpriteSheet:
         names = [n for n in (animation or []) if n.strip()]
         if not names:
             names = [Path(name).name] if count == 1 else [f"animation_{i + 1}" for i in range(count)]
-        built = pipeline.build_animation_sheet(
+        built = operations.build_animation_sheet(
             list(zip(image, masks, strict=True)),
             names,
             rates,
@@ -602,7 +602,7 @@ class GameAnimSpriteSheet:
         aseprite_json, godot = aseprite_json[0], godot[0]
         formats = ["texturepacker_hash"] + (["aseprite_hash"] if aseprite_json else [])
         formats += {"godot4": ["godot4"], "godot3": ["godot3"], "both": ["godot4", "godot3"], "none": []}[godot]
-        written = pipeline.write_sheet(built, host.output_dir(), name, tuple(formats))
+        written = operations.write_sheet(built, host.output_dir(), name, tuple(formats))
         atlas = Path(written[1]).read_text(encoding="utf-8")
         rgba = built.rgba.astype(np.float32) / 255.0
         return {
@@ -649,15 +649,15 @@ class GameAnimSpriteExport:
         timing: dict | None = None,
         mask_is: str = "alpha",
     ) -> dict:
-        from . import pipeline
+        from . import operations
         from .frames import to_tensor
 
         name = _next_free(filename_prefix)
         durations = _durations_ms(timing, fps, len(image))
-        paths = pipeline.export_animation(
+        paths = operations.export_animation(
             image, mask, host.output_dir(), name, format, fps, durations, loop, host.progress(len(image)), mask_is
         )
-        rgb, alpha = pipeline.rgb_alpha(image, mask, mask_is)
+        rgb, alpha = operations.rgb_alpha(image, mask, mask_is)
         image, mask = to_tensor(rgb), to_tensor(alpha)
         entries = [_ui_entry(p) for p in paths]
         ui: dict[str, Any] = {"images": entries}

@@ -101,7 +101,7 @@ UI_WORKFLOWS = sorted((ROOT / "workflows").glob("*.json"))
 @pytest.mark.parametrize("path", UI_WORKFLOWS, ids=[p.stem for p in UI_WORKFLOWS])
 def test_shipped_workflow_loads_in_the_frontend_as_its_api_twin(page, path, all_definitions):
     """The real frontend loads the UI file (note, groups, download entries kept) and queues exactly the API twin."""
-    from gameanim.core.workflow_format import without_stages
+    from gameanim.workflow_format import without_stages
 
     workflow = json.loads(path.read_text(encoding="utf-8"))
     twin = json.loads((ROOT / "workflows" / "api" / path.name).read_text(encoding="utf-8"))

@@ -29,7 +29,7 @@ def test_pack_imports_without_errors(server):
 
 
 def test_object_info_lists_every_node_as_defined_offline(server, pack, monkeypatch):
-    from gameanim.core.workflow_format import node_definitions
+    from gameanim.workflow_format import node_definitions
 
     # Our file lists outside ComfyUI read $GAMEANIM_BASE_DIR/models: point it at the server's folders
     # (filled with tiny models by the workflow setups) so both sides list the same files.

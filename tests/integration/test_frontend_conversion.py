@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gameanim.core.workflow_format import FRONTEND_ONLY_NODES, MUTED, WorkflowError, ui_to_api
+from gameanim.workflow_format import FRONTEND_ONLY_NODES, MUTED, WorkflowError, ui_to_api
 
 LOAD_AND_CONVERT = """async wf => {
     await window.app.loadGraphData(wf, true, false, null,

@@ -53,7 +53,7 @@ def _animegamer_convert(models_dir: Path, input_dir: Path) -> None:
 def _vc2_tiny(models_dir: Path, input_dir: Path) -> None:
     """A tiny VC2 in the original Lightning layout ({"state_dict": ...}) under the shipped name model.ckpt."""
     import torch
-    from vc2_helpers import tiny_full_checkpoint
+    from support.vc2_fixtures import tiny_full_checkpoint
 
     target = models_dir / "videocrafter" / "model.ckpt"
     if not target.exists():
@@ -65,7 +65,7 @@ def _dynamicrafter_tiny(models_dir: Path, input_dir: Path) -> None:
     """The complete tiny DynamiCrafter as the Run Lightning checkpoint (state_dict plus optimizer state) under the
     shipped name; and the LoadImage default ``example.png``."""
     import torch
-    from dynamicrafter_helpers import tiny_full_checkpoint
+    from support.dynamicrafter_fixtures import tiny_full_checkpoint
 
     run = models_dir / "dynamicrafter" / "godmodeanimation_dc_run_ep19" / "model.ckpt"
     if not run.exists():
@@ -89,7 +89,7 @@ def _tooncrafter_tiny(models_dir: Path, input_dir: Path) -> None:
     """A complete tiny ToonCrafter ``model.ckpt`` (the tiny DynamiCrafter with the dual-reference VAE fixture that
     the original ``AutoencoderKL_Dualref`` made) under the shipped name; and ``example.png``."""
     import torch
-    from dynamicrafter_helpers import tiny_tooncrafter_checkpoint
+    from support.dynamicrafter_fixtures import tiny_tooncrafter_checkpoint
 
     target = models_dir / "dynamicrafter" / "ToonCrafter" / "model.ckpt"
     if not target.exists():

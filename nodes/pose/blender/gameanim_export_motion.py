@@ -9,7 +9,7 @@ Three ways to use it (Blender 4.2 – 5.0):
 
 The JSON holds, per frame, the world position of every bone head (plus ``<bone>_End`` for the
 tip of each leaf bone) and each bone's world rotation, with the rest pose; see
-``nodes/pose/motion.py`` in the GameAnim pack for the format.  ComfyUI's "GameAnim Load Motion"
+``nodes/pose/joint_tracks.py`` in the GameAnim pack for the format.  ComfyUI's "GameAnim Load Motion"
 node reads it with no Blender installed.
 """
 

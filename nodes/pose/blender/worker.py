@@ -1,6 +1,6 @@
 """GameAnim's Blender worker: runs under Blender's Python and answers JSON requests on stdin.
 
-Started by ``nodes/pose/blender_worker.py`` either as ``blender -b -P worker.py`` or as
+Started by ``nodes/pose/blender_client.py`` either as ``blender -b -P worker.py`` or as
 ``<python with bpy> worker.py``.  One request per line; each answer is one stdout line starting
 with ``GAMEANIM_JSON `` (Blender's own log lines are ignored by the client).  Progress lines
 ``{"progress": [done, total]}`` may precede an answer.

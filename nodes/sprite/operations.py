@@ -17,7 +17,7 @@ from ...core.errors import InputError
 from ...core.progress import ProgressFn
 from ..pose.keypoints import joints_from_pose
 from ..pose.skeleton import OPENPOSE_18
-from . import anchor, export, matte, pixelart, sheet, timing
+from . import anchor, export, matte, pixelart, playback, sheet
 from .frames import split_image, to_numpy, to_tensor
 from .options import MASK_POLARITIES
 
@@ -68,7 +68,7 @@ def rgb_alpha(rgb: Any, alpha: Any | None, mask_is: str = "alpha") -> tuple[np.n
 def durations_for(n: int, fps: float, durations_ms: Any | None) -> np.ndarray:
     """Per-frame durations: explicit ``durations_ms`` or ``1000 / fps`` each."""
     if durations_ms is None:
-        return timing.uniform_durations(n, fps)
+        return playback.uniform_durations(n, fps)
     d = np.asarray(durations_ms, np.float64).reshape(-1)
     if d.shape != (n,) or (d <= 0).any():
         raise InputError(f"durations_ms must hold one positive value per frame ({n}); got {d.tolist()}.")
@@ -202,7 +202,7 @@ def build_animation_sheet(
         t, h, w = a.shape
         root = np.full((t, 2), np.nan) if info is None else root_motion_px(info, t, w, h, clip_times)
         if merge_holds:
-            keep, durations = timing.collapse_holds(arr, a, durations)
+            keep, durations = playback.collapse_holds(arr, a, durations)
             arr, a, root = arr[keep], a[keep], root[keep]
         prepared.append((sheet.to_rgba8(arr, a), durations, root))
     height = max(r.shape[1] for r, _, _ in prepared)

@@ -25,9 +25,9 @@ from typing import Any
 
 import torch
 
-from ...core.errors import InputError, ModelFileError
-from ...core.weights import read_state_dict, safetensors_metadata, save_safetensors_atomic
-from .decoder_model import COND_TOKENS, AnimeGamerDecoder, DecoderConfig, build_decoder
+from ....core.errors import InputError, ModelFileError
+from ....core.weights import read_state_dict, safetensors_metadata, save_safetensors_atomic
+from .model import COND_TOKENS, AnimeGamerDecoder, DecoderConfig, build_decoder
 
 SAT_PREFIX = "model.diffusion_model."
 FORMAT = "gameanim.animegamer_decoder"

@@ -8,7 +8,8 @@ from gameanim import api
 from gameanim.nodes.vc2.model import VC2Model
 from gameanim.nodes.vc2.text_encoder import OpenCLIPPenultimate
 from PIL import Image
-from vc2_helpers import TINY_WEIGHTS
+
+from .vc2_fixtures import TINY_WEIGHTS
 
 
 def tiny_vae(seed: int = 1):

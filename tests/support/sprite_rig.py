@@ -23,8 +23,8 @@ def run_cycle_clip(
     pad: int = 8,
 ) -> tuple[np.ndarray, list, np.ndarray]:
     """``(alpha [T, height+2*pad, width+2*pad], pose, planted [T,2])`` of the run cycle (every ``step``-th frame)."""
-    from gameanim.nodes.pose.motion import load_motion
-    from gameanim.nodes.pose.render_motion import SAMPLE_RUN_CYCLE, CameraSettings, render_pose
+    from gameanim.nodes.pose.conditions import SAMPLE_RUN_CYCLE, CameraSettings, render_pose
+    from gameanim.nodes.pose.joint_tracks import load_motion
     from gameanim.nodes.pose.skeleton import pose3d_from_motion
 
     settings = CameraSettings(preset="side_right", width=width, height=height, follow_root=follow_root)

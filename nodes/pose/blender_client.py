@@ -22,7 +22,7 @@ import numpy as np
 
 from ...core.errors import InputError
 from ...core.progress import ProgressFn, no_progress
-from .motion import Motion, motion_from_dict, select_frames
+from .joint_tracks import Motion, motion_from_dict, select_frames
 
 ENV_VAR = "GAMEANIM_BLENDER"
 WORKER_SCRIPT = Path(__file__).resolve().parent / "blender" / "worker.py"

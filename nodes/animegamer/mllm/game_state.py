@@ -22,9 +22,9 @@ from typing import Any
 
 import torch
 
-from ...core.atomic import write_text_atomic
-from ...core.errors import InputError, ModelFileError
-from ...core.weights import read_state_dict, save_safetensors_atomic
+from ....core.atomic import write_text_atomic
+from ....core.errors import InputError, ModelFileError
+from ....core.weights import read_state_dict, save_safetensors_atomic
 
 FORMAT = "gameanim.animegamer_game"
 VERSION = 1

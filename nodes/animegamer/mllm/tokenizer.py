@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...core.errors import InputError, ModelFileError
+from ....core.errors import InputError, ModelFileError
 
 VOCAB_SIZE = 32284
 NUM_QUERY_TOKENS = 226

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ...core.errors import InputError
+from ....core.errors import InputError
 from .condition_encoder import ConditionEncoder
 
 COND_TOKENS = 226
@@ -167,8 +167,8 @@ class AnimeGamerDecoder(nn.Module):
         return self.cond_encoder.unconditional(batch)
 
     def decode_shot(self, representation: torch.Tensor, **options: Any) -> Any:
-        """One shot from a representation: see :func:`.decoder_shot.decode_shot` for the options and defaults."""
-        from .decoder_shot import decode_shot
+        """One shot from a representation: see :func:`.shot.decode_shot` for the options and defaults."""
+        from .shot import decode_shot
 
         return decode_shot(self, representation, **options)
 

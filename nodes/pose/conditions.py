@@ -13,9 +13,9 @@ import numpy as np
 
 from ...core.progress import ProgressFn
 from .camera import Camera, make_camera
+from .joint_tracks import Motion, load_motion
 from .keypoints import pose_keypoint_frames
-from .motion import Motion, load_motion
-from .pipeline import Projected, project_pose, render_capsule_maps, render_pose_maps
+from .maps import Projected, project_pose, render_capsule_maps, render_pose_maps
 from .skeleton import Pose3D, pose3d_from_motion
 
 SAMPLE_DIR = Path(__file__).resolve().parent / "motions"

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ...core.errors import InputError, NumericalError
-from ...core.progress import ProgressFn
+from ....core.errors import InputError, NumericalError
+from ....core.progress import ProgressFn
 
 CFG_MODES = ("released", "intended", "constant")
 NUM_TRAIN_STEPS = 1000

@@ -12,11 +12,11 @@ from typing import Any
 
 import torch
 
-from ...core.errors import InputError
-from ...core.progress import ProgressFn
-from ..motion.levels import DEFAULT_TABLE, released_flow
-from .decoder_sampler import sample
-from .decoder_vae import decode_latents
+from ....core.errors import InputError
+from ....core.progress import ProgressFn
+from ...motion.levels import DEFAULT_TABLE, released_flow
+from .sampler import sample
+from .vae import decode_latents
 
 VAE_SPATIAL = 8
 VAE_TEMPORAL = 4
@@ -73,7 +73,7 @@ def decode_shot(
     ``device``: where the sampler's tensors live (default: the decoder's device; give the GPU when the decoder
     is under sequential CPU offload).  The VAE is moved there after sampling; the caller moves it back.
     Without a ``vae`` only the latents are made (a host may place the VAE itself and call
-    :func:`.decoder_vae.decode_latents`).  ``preview`` gets each step's denoised latents ``[B, T, C, H, W]``.
+    :func:`.vae.decode_latents`).  ``preview`` gets each step's denoised latents ``[B, T, C, H, W]``.
     """
     if representation.ndim == 2:
         representation = representation.unsqueeze(0)

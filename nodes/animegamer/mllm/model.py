@@ -20,9 +20,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ...core.errors import InputError, ModelFileError
-from ...core.weights import read_state_dict
-from .mllm_tokenizer import VOCAB_SIZE, TokenIds, load_tokenizer
+from ....core.errors import InputError, ModelFileError
+from ....core.weights import read_state_dict
+from .tokenizer import VOCAB_SIZE, TokenIds, load_tokenizer
 
 logger = logging.getLogger("gameanim")
 

@@ -1,4 +1,4 @@
-"""The memory model of ``bench/memory.py``: the meta-device counter against the real CPU allocator.
+"""The memory meter of the benches (``tests/support/memory_meter.py``): the meta-device counter against the real CPU allocator.
 
 The VRAM figures in the docs are modelled (no GPU here), so the counter they rest on is checked against
 memory nobody here counted: PyTorch's profiler reports every allocation and free of the CPU allocator.
@@ -6,16 +6,9 @@ memory nobody here counted: PyTorch's profiler reports every allocation and free
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-from memory import LiveBytes  # noqa: E402
-from memory_dynamicrafter import cpu_and_modelled_peaks  # noqa: E402
+from support.memory_meter import LiveBytes, cpu_and_modelled_peaks
 
 
 def _tiny_unet():

@@ -19,9 +19,9 @@ from typing import Any
 
 import torch
 
-from ...core.errors import InputError, ModelFileError
-from ...core.progress import ProgressFn
-from ...core.weights import read_state_dict
+from ....core.errors import InputError, ModelFileError
+from ....core.progress import ProgressFn
+from ....core.weights import read_state_dict
 
 _SAT_RENAMES = (
     ("block.", "resnets."),

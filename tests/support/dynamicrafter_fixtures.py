@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "dynamicrafter"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "dynamicrafter"
 TINY_WEIGHTS = FIXTURES / "dc_tiny.safetensors"
 PARITY = FIXTURES / "dc_parity.safetensors"
 TOON_VAE = FIXTURES / "tc_vae_tiny.safetensors"
@@ -22,7 +22,7 @@ def fixture_meta() -> dict[str, dict]:
 
 def manifest_state_dict(name: str) -> dict[str, torch.Tensor]:
     """Every key of a real checkpoint layout with its real shape, as meta tensors (no memory)."""
-    from vc2_helpers import manifest_state_dict as read_manifest
+    from .vc2_fixtures import manifest_state_dict as read_manifest
 
     return read_manifest(FIXTURES / f"{name}.tsv")
 
@@ -35,7 +35,8 @@ def tiny_full_checkpoint() -> dict[str, torch.Tensor]:
     at the same prefixes).
     """
     from safetensors.torch import load_file
-    from vc2_helpers import tiny_full_checkpoint as vc2_tiny
+
+    from .vc2_fixtures import tiny_full_checkpoint as vc2_tiny
 
     sd = dict(load_file(TINY_WEIGHTS))
     sd.update({k: v for k, v in vc2_tiny().items() if k.startswith(("cond_stage_model.", "first_stage_model."))})

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from PIL import Image, ImageDraw, ImageFont
 
-from ...core.errors import InputError
+from ....core.errors import InputError
 from .game_state import STATE_NAMES
 
 BAR_COLOURS = {"stamina": (90, 200, 90), "social": (80, 150, 235), "entertainment": (240, 180, 60)}

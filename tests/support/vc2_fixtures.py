@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "vc2"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vc2"
 TINY_WEIGHTS = FIXTURES / "vc2_unet_tiny.safetensors"
 PARITY = FIXTURES / "vc2_parity.safetensors"
 MANIFEST = FIXTURES / "vc2_t2v_512_v2.tsv"  # copy of shared/reference/manifests/vc2_t2v_512_v2.tsv

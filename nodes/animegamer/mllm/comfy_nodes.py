@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ...core import host
-from ...core.errors import InputError, ModelFileError, NumericalError
-from ...core.paths import confined
-from ..common import category, field
+from ....core import host
+from ....core.errors import InputError, ModelFileError, NumericalError
+from ....core.paths import confined
+from ...common import category, field
 
 MLLM_TYPE = "ANIMEGAMER_MLLM"
 GAME_TYPE = "GAMEANIM_GAME"
@@ -127,7 +127,7 @@ class AnimeGamerMLLMLoader:
         }
 
     def load(self, mllm_weights: str, tokenizer: str, base_model: str, dtype: str):
-        from .mllm_model import load_animegamer_mllm
+        from .model import load_animegamer_mllm
 
         weights = host.model_path("animegamer", mllm_weights)
         tokenizer_dir = host.model_path("animegamer", tokenizer)
@@ -198,7 +198,7 @@ class AnimeGamerInstruction:
         }
 
     def build(self, character: str, adverb: str, motion: str, time: str, background: str):
-        from .game_instruction import build_instruction
+        from .instruction import build_instruction
 
         return (build_instruction(character, adverb, motion, time, background),)
 
@@ -237,7 +237,7 @@ class AnimeGamerStep:
         }
 
     def step(self, mllm: Any, game: Any, instruction: str, max_new_tokens: int):
-        from .mllm_step import game_step
+        from .step import game_step
 
         managed = host.manage(mllm, "AnimeGamer MLLM", "text_encoder")
         with host.on_device(managed), host.notify_on(NumericalError, "AnimeGamer MLLM became NaN"):
@@ -270,7 +270,7 @@ class AnimeGamerHUD:
         }
 
     def draw(self, images: Any, game: Any, show_text: bool, opacity: float):
-        from .game_hud import draw_hud
+        from .hud import draw_hud
 
         caption = f"Turn {len(game.turns)}: {game.turns[-1].instruction}" if show_text and game.turns else ""
         states = game.states

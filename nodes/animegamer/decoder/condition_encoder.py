@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ...core.errors import InputError
+from ....core.errors import InputError
 
 TEXT_TOKENS = 30
 IMAGE_TOKENS = 196

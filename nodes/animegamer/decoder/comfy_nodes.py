@@ -11,11 +11,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ...core import host
-from ...core.errors import InputError, NumericalError
-from ...core.paths import confined, sanitize_relative
-from ...core.preview import animation_preview
-from ..common import category, field
+from ....core import host
+from ....core.errors import InputError, NumericalError
+from ....core.paths import confined, sanitize_relative
+from ....core.preview import animation_preview
+from ...common import category, field
 
 DECODER_TYPE = "ANIMEGAMER_DECODER"
 VAE_TYPE = "ANIMEGAMER_VAE"
@@ -54,7 +54,7 @@ def _vae_sources() -> list[str]:
 
 def _rgb_map(vae: Any) -> Any:
     """The VAE's fitted latent->RGB preview map, computed once per loaded VAE."""
-    from .decoder_vae import latent_rgb_map
+    from .vae import latent_rgb_map
 
     if "_gameanim_rgb_map" not in vae.__dict__:
         vae.__dict__["_gameanim_rgb_map"] = latent_rgb_map(vae)
@@ -102,7 +102,7 @@ class AnimeGamerDecoderLoader:
         }
 
     def load(self, decoder: str, dtype: str, memory: str):
-        from .decoder_convert import load_decoder
+        from .convert import load_decoder
 
         torch_dtype = host.weight_dtype("diffusion", _dtype(dtype))
         model = load_decoder(host.model_path("animegamer", decoder), dtype=torch_dtype, device=host.offload_device())
@@ -149,7 +149,7 @@ class AnimeGamerDecoderConvert:
         }
 
     def convert(self, decoder: str, name: str, dtype: str, overwrite: bool):
-        from .decoder_convert import convert_to_file
+        from .convert import convert_to_file
 
         rel = sanitize_relative(name.strip().removesuffix(".safetensors") + ".safetensors")
         target = confined(host.folder_paths_for("animegamer")[0], rel)
@@ -186,7 +186,7 @@ class AnimeGamerVAELoader:
         }
 
     def load(self, vae: str, dtype: str):
-        from .decoder_vae import load_vae
+        from .vae import load_vae
 
         torch_dtype = host.weight_dtype("vae", _dtype(dtype))
         model = load_vae(host.model_path("animegamer", vae), dtype=torch_dtype, device=host.offload_device())
@@ -223,7 +223,7 @@ class AnimeGamerLoadRepresentation:
         return f"{path.stat().st_mtime_ns}:{kwargs.get('turn')}" if path.is_file() else "missing"
 
     def load(self, file: str, turn: int):
-        from .decoder_representation import read_representation
+        from .representation import read_representation
 
         saved = read_representation(confined(host.input_dir(), file), turn)
         return (saved.tokens, saved.motion_level if saved.motion_level is not None else 3)
@@ -298,8 +298,8 @@ class AnimeGamerDecodeShot:
 
     def decode(self, decoder: DecoderHandle, vae: Any, representation: Any, motion_level: int, flow: float, steps: int,
                cfg_mode: str, cfg: float, seed: int, num_frames: int, width: int, height: int, vae_tiling: bool):  # fmt: skip
-        from .decoder_shot import decode_shot
-        from .decoder_vae import decode_latents
+        from .shot import decode_shot
+        from .vae import decode_latents
 
         if not hasattr(representation, "ndim"):
             raise InputError("representation must be a tensor [1,226,width] from the Step or Load Representation node.")

@@ -1,6 +1,6 @@
 """One AnimeGamer turn: the greedy text pass (character-state strengths) and the representation pass.
 
-Both passes read the same prompt (see :func:`.mllm_tokenizer.build_prompt`):
+Both passes read the same prompt (see :func:`.tokenizer.build_prompt`):
 
 * **Text pass**: greedy decoding with a KV cache and the released logits processor
   (``AutoVideoTokenGenerationProcessor(num_vid_gen_tokens=100)``): after ``<frame>``/``<frame_i>``
@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 import torch
 
-from ...core.errors import InputError, NumericalError
-from ...core.progress import ProgressFn, no_progress
-from ..motion.levels import released_flow
+from ....core.errors import InputError, NumericalError
+from ....core.progress import ProgressFn, no_progress
+from ...motion.levels import released_flow
 from .game_state import Game, Turn, updated_states
-from .mllm_model import AnimeGamerMLLM
-from .mllm_tokenizer import NUM_QUERY_TOKENS, STATE_TAGS, Prompt, TokenIds, build_prompt, check_instruction
+from .model import AnimeGamerMLLM
+from .tokenizer import NUM_QUERY_TOKENS, STATE_TAGS, Prompt, TokenIds, build_prompt, check_instruction
 
 NUM_VID_GEN_TOKENS = 100
 STRENGTH_PATTERN = re.compile(r"<(ML|SC|ET|ST)>\s*<Strength_(-?\d+)>")

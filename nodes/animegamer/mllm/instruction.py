@@ -7,7 +7,7 @@ both are always used when given.
 
 from __future__ import annotations
 
-from ...core.errors import InputError
+from ....core.errors import InputError
 
 FIELDS = ("character", "adverb", "motion", "time", "background")
 

@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WHEEL = "arcade-3.3.3-py3-none-any.whl"
 BASE = "arcade/resources/assets/images/animated_characters/"
 CHARACTERS = {

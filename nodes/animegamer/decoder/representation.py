@@ -16,8 +16,8 @@ from pathlib import Path
 
 import torch
 
-from ...core.errors import InputError, ModelFileError
-from ...core.weights import read_state_dict, read_torch_object, safetensors_metadata, save_safetensors_atomic
+from ....core.errors import InputError, ModelFileError
+from ....core.weights import read_state_dict, read_torch_object, safetensors_metadata, save_safetensors_atomic
 
 
 @dataclass

@@ -1,0 +1,1 @@
+"""AnimeGamer shot decoder: representation -> CogVideoX-2B latents -> frames (SAT checkpoint conversion, sampler, VAE)."""

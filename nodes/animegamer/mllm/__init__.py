@@ -1,0 +1,1 @@
+"""AnimeGamer MLLM game step: instruction -> next game state and shot representation (model, tokenizer, game state, HUD)."""
