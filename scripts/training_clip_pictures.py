@@ -2,7 +2,7 @@
 
     GAMEANIM_BLENDER=... python scripts/training_clip_pictures.py [--assets .cache/test-assets]
 
-Renders assimp's test characters (see tests/rig_assets.py) with Workbench: the bull's run from the side on
+Renders assimp's test characters (see tests/support/rig_assets.py) with Workbench: the bull's run from the side on
 grey, the human's jump from the front-right on white; each clip's frames above its alpha.
 """
 

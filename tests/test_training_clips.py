@@ -1,7 +1,7 @@
 """Training clips rendered from real rigged characters through the Blender worker, and their dataset layout.
 
 The Blender tests need ``GAMEANIM_BLENDER`` (a Blender or a bpy==5.0.1 venv python) and the assimp test
-characters (``tests/rig_assets.py``); they render tiny Workbench clips so they stay fast.
+characters (``tests/support/rig_assets.py``); they render tiny Workbench clips so they stay fast.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import shutil
 import numpy as np
 import pytest
 from gameanim.core.errors import InputError
-from gameanim.nodes.pose.blender_worker import ENV_VAR, BlenderError
-from gameanim.nodes.pose.render_motion import SAMPLE_RUN_CYCLE
+from gameanim.nodes.pose.blender_client import ENV_VAR, BlenderError
+from gameanim.nodes.pose.conditions import SAMPLE_RUN_CYCLE
 from gameanim.nodes.pose.training_clips import (
     VIEW_WORDS,
     ActionSpec,
@@ -32,7 +32,7 @@ from gameanim.nodes.pose.training_clips import (
 )
 from gameanim.nodes.vc2.prompts import build_sprite_prompt
 from gameanim.trainers.datasets import _REPEAT_DIR, load_clips
-from rig_assets import assimp_models, require_character
+from support.rig_assets import assimp_models, require_character
 
 BLENDER = os.environ.get(ENV_VAR, "")
 needs_blender = pytest.mark.skipif(not BLENDER, reason=f"{ENV_VAR} is not set (Blender or a bpy==5.0.1 venv python)")
@@ -221,7 +221,7 @@ def test_node_writes_a_dataset_the_action_lora_trains_on(tmp_path, monkeypatch):
     import torch
     from gameanim.nodes.pose.clip_nodes import RenderTrainingClips
     from safetensors.torch import save_file
-    from vc2_helpers import tiny_full_checkpoint
+    from support.vc2_fixtures import tiny_full_checkpoint
 
     monkeypatch.setenv("GAMEANIM_BASE_DIR", str(tmp_path))
     (tmp_path / "input" / "rigs").mkdir(parents=True)

@@ -8,7 +8,7 @@ from ...core import host
 from ...core.paths import confined
 from ..common import category, field
 from ..vc2.prompts import BACKGROUNDS
-from .blender_worker import RIG_SUFFIXES
+from .blender_client import RIG_SUFFIXES
 from .comfy_nodes import _images, _motion_choices, _resolve_motion
 from .training_clips import (
     ENGINES,

@@ -35,7 +35,7 @@ import numpy as np
 from ...core.errors import InputError
 from ...core.progress import ProgressFn, no_progress
 from ..vc2.prompts import build_sprite_prompt
-from .blender_worker import RIG_SUFFIXES, BlenderWorker
+from .blender_client import RIG_SUFFIXES, BlenderWorker
 
 KEYS: dict[str, tuple[int, int, int]] = {
     "grey": (128, 128, 128),

@@ -99,11 +99,11 @@ def _tooncrafter_tiny(models_dir: Path, input_dir: Path) -> None:
 
 
 def _rig_and_vc2_tiny(models_dir: Path, input_dir: Path) -> None:
-    """The tiny VC2, and a real rigged character (assimp's Testwuson, see tests/rig_assets.py) under the
+    """The tiny VC2, and a real rigged character (assimp's Testwuson, see tests/support/rig_assets.py) under the
     shipped name ``input/characters/hero.glb``."""
     import shutil
 
-    from rig_assets import require_character
+    from support.rig_assets import require_character
 
     _vc2_tiny(models_dir, input_dir)
     target = input_dir / "characters" / "hero.glb"
