@@ -137,12 +137,14 @@ def action_bones(action) -> set[str]:
 
 
 def armature_actions(arm) -> list:
-    """Actions of the file that animate this armature's bones (most bones first on ties, then by name)."""
+    """Actions of the file that animate this armature's bones, by name; a single-frame pose (a bind or rest
+    pose stored as an action) is not an action to render."""
     names = {b.name for b in arm.data.bones}
     fitting = []
     for action in bpy.data.actions:
         bones = action_bones(action)
-        if bones and len(bones & names) >= FIT_SHARE * len(bones):
+        start, end = action.frame_range
+        if end > start and bones and len(bones & names) >= FIT_SHARE * len(bones):
             fitting.append(action)
     return sorted(fitting, key=lambda a: a.name)
 
