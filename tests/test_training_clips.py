@@ -255,22 +255,33 @@ def test_node_writes_a_dataset_the_action_lora_trains_on(tmp_path, monkeypatch):
 
 
 @needs_blender
-def test_bvh_action_with_the_rigs_bone_names(tmp_path):
-    """A Mixamo-named rig (FBX with a mesh on its head) takes the shipped Mixamo-named BVH run as its action."""
+def test_bvh_and_fbx_actions_with_the_rigs_bone_names(tmp_path):
+    """A Mixamo-named rig (FBX with a mesh on its head) takes the shipped Mixamo-named BVH run, and an
+    action-only FBX ('without skin') of the same skeleton, as its actions."""
     import subprocess
 
     from gameanim.nodes.pose.blender_client import worker_command
 
-    rig = tmp_path / "mixamo_head.fbx"
     make = Path(__file__).parent / "fixtures" / "pose" / "make_mixamo_fbx.py"
-    cmd = worker_command(BLENDER, make, [str(SAMPLE_RUN_CYCLE), str(rig), "--head-sphere"])
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    spec = parse_action_list("run_cycle.bvh = running", [SAMPLE_RUN_CYCLE.parent])
-    (clip,) = render_training_clips(rig, tmp_path / "ds", "head", spec, settings=SMALL)
-    _, alpha, params = read_clip(clip.folder)
-    assert params["action_source"] == "run_cycle.bvh" and params["action"] != ""
-    assert clip.caption == "Game character running animation of head, side view, solid color background"
-    # The head bobs while running: its silhouette moves between frames, and the camera keeps it in frame.
-    tops = [np.nonzero((a > 127).any(axis=1))[0][0] for a in alpha]
-    assert len(set(tops)) > 1 and alpha[:, 0].max() == 0 and alpha[:, -1].max() == 0
+    rig, action_fbx = tmp_path / "mixamo_head.fbx", tmp_path / "actions" / "Run.fbx"
+    action_fbx.parent.mkdir()
+    for target, extra in ((rig, ["--head-sphere"]), (action_fbx, [])):
+        cmd = worker_command(BLENDER, make, [str(SAMPLE_RUN_CYCLE), str(target), *extra])
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    spec = parse_action_list("run_cycle.bvh = running, Run.fbx", [SAMPLE_RUN_CYCLE.parent, action_fbx.parent])
+    clips = render_training_clips(rig, tmp_path / "ds", "head", spec, settings=SMALL)
+    assert [c.caption for c in clips] == [
+        "Game character running animation of head, side view, solid color background",
+        "Game character run animation of head, side view, solid color background",
+    ]
+    alphas = []
+    for clip, source in zip(clips, ("run_cycle.bvh", "Run.fbx"), strict=True):
+        _, alpha, params = read_clip(clip.folder)
+        assert params["action_source"] == source
+        # The head bobs while running: its silhouette moves between frames, and the camera keeps it in frame.
+        tops = [np.nonzero((a > 127).any(axis=1))[0][0] for a in alpha]
+        assert len(set(tops)) > 1 and alpha[:, 0].max() == 0 and alpha[:, -1].max() == 0
+        alphas.append(alpha.astype(int))
+    # The same motion from either file: the same frames up to a pixel of rim.
+    assert np.abs(alphas[0] - alphas[1]).mean() < 2.0
