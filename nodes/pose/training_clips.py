@@ -35,7 +35,7 @@ import numpy as np
 from ...core.errors import InputError
 from ...core.progress import ProgressFn, no_progress
 from ..vc2.prompts import build_sprite_prompt
-from .blender_client import RIG_SUFFIXES, BlenderWorker
+from .blender_client import RIG_SUFFIXES, BlenderError, BlenderWorker
 
 KEYS: dict[str, tuple[int, int, int]] = {
     "grey": (128, 128, 128),
@@ -236,6 +236,18 @@ def _read_rgba(paths: list[str]) -> list[np.ndarray]:
     return frames
 
 
+def _request_clip(worker: BlenderWorker, cmd: str = "clip", **params: Any) -> dict[str, Any]:
+    """A worker request whose file problems (the worker's ClipError) come back as plain :class:`InputError`."""
+    try:
+        return worker.request(cmd, **params)
+    except BlenderError as exc:
+        marker = "ClipError: "
+        text = str(exc)
+        if marker in text:
+            raise InputError(text.split(marker, 1)[1]) from None
+        raise
+
+
 def render_training_clips(
     character: str | os.PathLike[str],
     root: str | os.PathLike[str],
@@ -282,7 +294,7 @@ def render_training_clips(
         with BlenderWorker(blender, timeout) as worker:
             specs = list(actions)
             if not specs:
-                names = worker.request("actions", path=str(character.resolve()))["actions"]
+                names = _request_clip(worker, "actions", path=str(character.resolve()))["actions"]
                 if not names:
                     raise InputError(
                         f"{character.name} has no action that animates its armature; list action files "
@@ -295,8 +307,8 @@ def render_training_clips(
                 done_before = index * settings.frames
                 staging = partial / f"render_{index}"
                 staging.mkdir()
-                answer = worker.request(
-                    "clip",
+                answer = _request_clip(
+                    worker,
                     progress=lambda done, _total, base=done_before: report(base + done, total),
                     character=str(character.resolve()),
                     action=spec.name or None,
