@@ -207,22 +207,28 @@ def _root_bone(arm):
     return max(roots, key=lambda b: len(b.children_recursive))
 
 
-def _mesh_points(depsgraph) -> list:
-    """World positions of every deformed vertex of the rendered meshes, evaluated at the current frame."""
-    points = []
+def _mesh_points(depsgraph):
+    """World positions (N, 3) of every deformed vertex of the rendered meshes, evaluated at the current frame."""
+    import numpy as np
+
+    parts = [np.zeros((0, 3))]
     for obj in _meshes():
         evaluated = obj.evaluated_get(depsgraph)
         mesh = evaluated.to_mesh()
-        world = evaluated.matrix_world
-        points.extend(world @ v.co for v in mesh.vertices)
+        co = np.empty(len(mesh.vertices) * 3)
+        mesh.vertices.foreach_get("co", co)
+        world = np.array(evaluated.matrix_world)
+        parts.append(co.reshape(-1, 3) @ world[:3, :3].T + world[:3, 3])
         evaluated.to_mesh_clear()
-    return points
+    return np.concatenate(parts)
 
 
 def camera_track(
     arm, frames: list[float], view: str, facing: str, follow: bool, margin: float, width: int, height: int
 ):
     """Per-frame camera matrices and the orthographic scale that frames the whole action."""
+    import numpy as np
+
     scene = bpy.context.scene
     up = Vector((0.0, 0.0, 1.0))
     forward = Vector(FACINGS[facing])
@@ -244,21 +250,21 @@ def camera_track(
         moved = head - origin
         shift = moved - up * moved.dot(up) if follow else Vector((0.0, 0.0, 0.0))
         shifts.append(shift)
-        for p in _mesh_points(depsgraph):
-            q = p - shift
-            extents.append((q.dot(screen_right), q.dot(up), q.dot(view_dir)))
-    if not extents:
+        points = _mesh_points(depsgraph) - np.array(shift)
+        extents.append(points @ np.array([screen_right, up, view_dir]).T)
+    extents = np.concatenate(extents)
+    if not len(extents):
         raise ClipError("the character has no visible mesh to render")
-    xs, ys, zs = zip(*extents, strict=True)
-    cx, cy = (min(xs) + max(xs)) / 2.0, (min(ys) + max(ys)) / 2.0
-    span_x, span_y = max(max(xs) - min(xs), 1e-6), max(max(ys) - min(ys), 1e-6)
+    lo, hi = extents.min(axis=0).tolist(), extents.max(axis=0).tolist()
+    cx, cy = (lo[0] + hi[0]) / 2.0, (lo[1] + hi[1]) / 2.0
+    span_x, span_y = max(hi[0] - lo[0], 1e-6), max(hi[1] - lo[1], 1e-6)
     usable = 1.0 - 2.0 * margin
     # Blender's ortho_scale spans the larger image side.
     scale = max(span_x / (usable * width), span_y / (usable * height)) * max(width, height)
-    depth = max(zs) - min(zs)
+    depth = hi[2] - lo[2]
     # The eye sits one unit in front of the nearest vertex along the view axis (orthographic: only the
     # direction matters for the image, the clip range just has to hold the character).
-    eye = screen_right * cx + up * cy + view_dir * (min(zs) - 1.0)
+    eye = screen_right * cx + up * cy + view_dir * (lo[2] - 1.0)
     rotation = Matrix((screen_right, up, -view_dir)).transposed().to_4x4()
     matrices = [Matrix.Translation(eye + shift) @ rotation for shift in shifts]
     clip_end = depth + 2.0
