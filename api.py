@@ -297,8 +297,8 @@ def stabilise(
     Returns ``(rgb, alpha, offsets)`` with ``offsets[t] = (dx, dy)``: input pixel ``(x, y)`` of
     frame ``t`` is at ``(x + dx, y + dy)`` on the canvas.
     """
+    from .core.frames import to_tensor
     from .nodes.sprite import operations
-    from .nodes.sprite.frames import to_tensor
 
     result = operations.stabilise(
         rgb,
@@ -339,8 +339,8 @@ def sprite_sheet(
     ``root_motion`` (Stabilise's offsets_json, text or dict) adds ``root: {x, y}`` to every frame:
     the travel taken out, in sheet pixels from the first frame, to add to the sprite's position.
     """
+    from .core.frames import to_tensor
     from .nodes.sprite import operations
-    from .nodes.sprite.frames import to_tensor
     from .nodes.sprite.sheet import texturepacker
 
     built = operations.build_sheet(
@@ -417,16 +417,16 @@ def find_loop(frames: Any, alpha: Any | None = None, min_length: int = 4) -> tup
     ``frames[end]`` is the frame most like ``frames[start]`` (mean absolute thumbnail difference
     ``score``) among pairs at least ``min_length`` apart.
     """
-    from .nodes.sprite import operations
+    from .core.frames import rgb_alpha
     from .nodes.sprite.playback import find_loop as _find_loop
 
-    rgb, a = operations.rgb_alpha(frames, alpha)
+    rgb, a = rgb_alpha(frames, alpha)
     return _find_loop(rgb, a, min_length)
 
 
 def load_palette(path: str | os.PathLike[str]) -> Any:
     """Read a Lospec ``.hex`` or GIMP ``.gpl`` palette as a float tensor ``[K,3]`` in 0..1."""
-    from .nodes.sprite.frames import to_tensor
+    from .core.frames import to_tensor
     from .nodes.sprite.pixelart import load_palette as _load
 
     return to_tensor(_load(path))
@@ -450,8 +450,8 @@ def pixelate(
     opaque pixels), ``pico8``, or ``file`` with ``palette_colours`` from :func:`load_palette`.
     ``outline_colour`` (RGB 0..1) adds a 1-px outline around the sprite.
     """
+    from .core.frames import to_numpy, to_tensor
     from .nodes.sprite import operations
-    from .nodes.sprite.frames import to_numpy, to_tensor
 
     pal = None if palette_colours is None else to_numpy(palette_colours, "palette_colours")
     out_rgb, out_a, _ = operations.pixelate(

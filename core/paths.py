@@ -47,13 +47,3 @@ def confined(base: str | os.PathLike[str], name: str) -> Path:
     if candidate != root and root not in candidate.parents:
         raise UnsafePathError(f"{name!r} resolves outside {root}.")
     return candidate
-
-
-def is_inside(path: str | os.PathLike[str], bases: list[str]) -> bool:
-    """True when ``path`` (resolved) lies inside one of ``bases`` (resolved)."""
-    resolved = Path(path).resolve()
-    for base in bases:
-        root = Path(base).resolve()
-        if resolved == root or root in resolved.parents:
-            return True
-    return False

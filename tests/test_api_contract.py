@@ -1,4 +1,4 @@
-"""The Python API keeps the signatures the issues promised (leading parameters, names, defaults).
+"""The Python API keeps its promised signatures (leading parameters, names, defaults): the one place they are asserted.
 
 Extra parameters may follow, but only with defaults, so existing calls keep working.
 """
@@ -13,6 +13,9 @@ from gameanim import api
 EMPTY = inspect.Parameter.empty
 CONTRACT = {
     "load_vc2": [("source", EMPTY), ("config", None)],
+    "encode_vc2_text": [("model", EMPTY), ("texts", EMPTY)],
+    "vc2_token_count": [("text", EMPTY)],
+    "decode_vc2": [("model", EMPTY), ("latents", EMPTY), ("chunk", 1), ("tiled", False)],
     "sample_vc2": [
         ("model", EMPTY),
         ("context", EMPTY),

@@ -88,7 +88,7 @@ def test_library_modules_do_not_use_host(pack_root):
     """Pure library modules take progress callbacks and devices as arguments instead of asking the host."""
     offenders = []
     for path in list((pack_root / "nodes").rglob("*.py")) + list((pack_root / "trainers").rglob("*.py")):
-        if path.name.endswith("nodes.py"):
+        if path.name.endswith("nodes.py") or path == pack_root / "nodes" / "common.py":  # the adapters and their edge
             continue
         text = path.read_text(encoding="utf-8")
         if "import host" in text or ".host import" in text:

@@ -293,3 +293,28 @@ def test_timing_chart_node_feeds_the_sprite_savers(eased, tmp_path, monkeypatch)
     assert delays == [d * 100 for d in timing["durations"]]
     with pytest.raises(InputError, match="durations"):
         GameAnimSpriteExport().run(image, "x", "apng", 10.0, 0, mask=mask, timing=timing)
+
+
+def test_timing_nodes_read_a_transparency_mask_as_its_inverse(eased):
+    """Core Load Image's MASK is 1 where transparent: with ``mask_is='transparency'`` every timing node and Sprite
+    Timing give exactly what the same alpha gives."""
+    from gameanim.nodes.sprite.comfy_nodes import GameAnimSpriteTiming
+    from gameanim.nodes.timing.comfy_nodes import GameAnimKeyPoses, GameAnimSmearFrames, GameAnimTimingChart
+
+    rgb, alpha, _ = eased
+    alpha = np.round(alpha * 256) / 256  # 8-bit steps: 1 - (1 - a) == a exactly in float32
+    image, mask, inverse = torch.from_numpy(rgb), torch.from_numpy(alpha), torch.from_numpy(1.0 - alpha)
+    keys = GameAnimKeyPoses().run(image, 0, False, 0.5, 60.0, mask=mask)["result"]
+    flipped = GameAnimKeyPoses().run(image, 0, False, 0.5, 60.0, mask=inverse, mask_is="transparency")["result"]
+    assert keys[0] == flipped[0] and torch.equal(keys[1], flipped[1])
+    args = (image, keys[0], 2, 2, "ease-in-out", 0.0, 0.0, "flow")
+    chart = GameAnimTimingChart().run(*args, mask=mask)["result"]
+    chart_t = GameAnimTimingChart().run(*args, mask=inverse, mask_is="transparency")["result"]
+    assert all(torch.equal(a, b) for a, b in zip(chart[:2], chart_t[:2], strict=True)) and chart[3] == chart_t[3]
+    drawn = torch.round(chart[1] * 256) / 256
+    smear = GameAnimSmearFrames().run(chart[0], drawn, 4.0, 0.7, "smear", 3)
+    smear_t = GameAnimSmearFrames().run(chart[0], 1.0 - drawn, 4.0, 0.7, "smear", 3, mask_is="transparency")
+    assert torch.equal(smear[0], smear_t[0]) and torch.equal(smear[1], smear_t[1]) and smear[2] == smear_t[2]
+    timed = GameAnimSpriteTiming().run(image, "ping_pong", 2, 8, 24.0, 12.0, 4, mask=mask)
+    timed_t = GameAnimSpriteTiming().run(image, "ping_pong", 2, 8, 24.0, 12.0, 4, mask=inverse, mask_is="transparency")
+    assert torch.equal(timed[1], timed_t[1]) and torch.equal(timed[1], mask[json.loads(timed[2])["indices"]])

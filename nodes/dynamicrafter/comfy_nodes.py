@@ -1,6 +1,6 @@
 """ComfyUI nodes for DynamiCrafter-family image-to-animation (thin adapters over :mod:`.model`).
 
-Memory follows the VC2 nodes (the same :func:`..vc2.comfy_nodes._on_device` helper over :mod:`...host`'s
+Memory follows the VC2 nodes (the same :class:`..common.LoadedModel` handle over :mod:`...host`'s
 memory API): the loader puts every part under ComfyUI's memory manager, each stage (keyframe and image
 encoding, sampling, decoding) has the host load its parts, and ``offload`` unloads them after the stage.
 """
@@ -8,7 +8,6 @@ encoding, sampling, decoding) has the host load its parts, and ``offload`` unloa
 from __future__ import annotations
 
 from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -16,8 +15,7 @@ import torch
 from ...core import host
 from ...core.errors import ModelFileError, NumericalError
 from ...core.preview import animation_preview
-from ..common import category, field
-from ..vc2.comfy_nodes import SEED, _checkpoint_names, _on_device, _resolve
+from ..common import SEED, LoadedModel, category, checkpoint_names, field, load_parts, resolve_checkpoint
 
 MODEL_TYPE = "DYNAMICRAFTER_MODEL"
 # host device policy per part (the towers and the Resampler run once per clip, like a text encoder)
@@ -32,19 +30,6 @@ FOLDERS = ("dynamicrafter", "checkpoints")
 CATEGORY = category("DynamiCrafter")
 PREVIEW_FPS = 8.0
 KEYFRAMES = "keyframes"  # LATENT key: the fitted first and last keyframes [2,H,W,3] of an Inbetween clip
-
-
-@dataclass
-class LoadedDynamiCrafter:
-    """What travels on a ``DYNAMICRAFTER_MODEL`` link: the model, its host-managed parts and the memory policy."""
-
-    model: Any
-    offload: bool
-    name: str
-
-    def part(self, key: str) -> host.ManagedModel:
-        """The host-managed handle of one part (see ``PART_ROLES``), made on first use."""
-        return host.manage(getattr(self.model, key), f"DynamiCrafter {key} ({self.name})", PART_ROLES[key])
 
 
 class DynamiCrafterLoader:
@@ -64,7 +49,7 @@ class DynamiCrafterLoader:
         return {
             "required": {
                 "ckpt_name": field(
-                    _checkpoint_names(FOLDERS), "A file from models/dynamicrafter or models/checkpoints."
+                    checkpoint_names(FOLDERS), "A file from models/dynamicrafter or models/checkpoints."
                 ),
                 "dtype": field(
                     ["fp16", "bf16", "fp32"],
@@ -77,16 +62,14 @@ class DynamiCrafterLoader:
             }
         }
 
-    def load(self, ckpt_name: str, dtype: str, offload: bool) -> tuple[LoadedDynamiCrafter]:
+    def load(self, ckpt_name: str, dtype: str, offload: bool) -> tuple[LoadedModel]:
         from ..vc2.model import parse_dtype
         from .model import load_model
 
-        model = load_model(_resolve(ckpt_name, FOLDERS), dtype=host.weight_dtype("diffusion", parse_dtype(dtype)))
-        loaded = LoadedDynamiCrafter(model=model, offload=offload, name=ckpt_name)
-        for key in PART_ROLES:
-            if getattr(model, key) is not None:
-                loaded.part(key)
-        return (loaded,)
+        model = load_model(
+            resolve_checkpoint(ckpt_name, FOLDERS), dtype=host.weight_dtype("diffusion", parse_dtype(dtype))
+        )
+        return (load_parts(model, ckpt_name, offload, "DynamiCrafter", PART_ROLES),)
 
 
 SIZE_INPUTS: dict[str, Any] = {
@@ -113,9 +96,7 @@ SIZE_INPUTS: dict[str, Any] = {
 }
 
 
-def _animate(
-    loaded: LoadedDynamiCrafter, image: Any, end_image: Any | None, frame_stride: int, **kw: Any
-) -> dict[str, Any]:
+def _animate(loaded: LoadedModel, image: Any, end_image: Any | None, frame_stride: int, **kw: Any) -> dict[str, Any]:
     from .model import build_conditioning, fit_image, sample
 
     model = loaded.model
@@ -125,9 +106,9 @@ def _animate(
     with ExitStack() as stage:
         for key in ("vae", "image_encoder", "image_proj", "text_encoder"):
             if getattr(model, key) is not None:
-                stage.enter_context(_on_device(loaded, key))
+                stage.enter_context(loaded.on_device(key))
         cond = build_conditioning(model, image, kw["prompt"], frames, end, kw["cfg"])
-    with _on_device(loaded, "unet"), host.notify_on(NumericalError, "DynamiCrafter sampling became NaN"):
+    with loaded.on_device("unet"), host.notify_on(NumericalError, "DynamiCrafter sampling became NaN"):
         reporter = host.preview_progress(kw["steps"], "sd")  # SD-family latents: the same KL-f8 VAE
         latents = sample(
             model,
@@ -179,7 +160,7 @@ class DynamiCrafterAnimate:
             }
         }
 
-    def run(self, dc_model: LoadedDynamiCrafter, image: Any, frame_stride: int, **kw: Any) -> tuple[dict[str, Any]]:
+    def run(self, dc_model: LoadedModel, image: Any, frame_stride: int, **kw: Any) -> tuple[dict[str, Any]]:
         return (_animate(dc_model, image[:1], None, frame_stride, **kw),)
 
 
@@ -216,7 +197,7 @@ class DynamiCrafterInbetween:
         }
 
     def run(
-        self, dc_model: LoadedDynamiCrafter, first_keyframe: Any, last_keyframe: Any, frame_stride: int, **kw: Any
+        self, dc_model: LoadedModel, first_keyframe: Any, last_keyframe: Any, frame_stride: int, **kw: Any
     ) -> tuple[dict[str, Any]]:
         return (_animate(dc_model, first_keyframe[:1], last_keyframe[:1], frame_stride, **kw),)
 
@@ -259,7 +240,7 @@ class DynamiCrafterDecode:
 
     def decode(
         self,
-        dc_model: LoadedDynamiCrafter,
+        dc_model: LoadedModel,
         latent: dict[str, Any],
         chunk: int,
         first_keyframe: Any | None = None,
@@ -278,7 +259,7 @@ class DynamiCrafterDecode:
         elif latent.get(KEYFRAMES) is not None:
             keyframes = (latent[KEYFRAMES][:1], latent[KEYFRAMES][1:2])
         total = (samples.shape[0] * samples.shape[2] + chunk - 1) // chunk
-        with _on_device(dc_model, "vae"):
+        with dc_model.on_device("vae"):
             frames = decode(dc_model.model, samples, chunk=chunk, progress=host.progress(total), keyframes=keyframes)
         return {"ui": animation_preview(frames, latent.get("fps", PREVIEW_FPS)), "result": (frames,)}
 

@@ -13,12 +13,7 @@ import cv2
 import numpy as np
 
 from ...core.errors import InputError, NumericalError
-
-
-def _to_numpy(value: Any) -> np.ndarray:
-    if hasattr(value, "detach"):
-        return value.detach().to("cpu").float().numpy()
-    return np.asarray(value, dtype=np.float32)
+from ...core.frames import to_numpy
 
 
 def clip_array(frames: Any, min_frames: int = 2) -> np.ndarray:
@@ -34,8 +29,8 @@ def clip_array(frames: Any, min_frames: int = 2) -> np.ndarray:
                 f"The frames have different sizes {sorted(shapes)}; optical flow needs every frame of a clip at the "
                 "same size. Resize them to one size first (e.g. with an Upscale Image node)."
             )
-        frames = np.stack([_to_numpy(f) for f in frames]) if frames else np.zeros((0, 1, 1, 3), np.float32)
-    array = _to_numpy(frames)
+        frames = np.stack([to_numpy(f) for f in frames]) if frames else np.zeros((0, 1, 1, 3), np.float32)
+    array = to_numpy(frames)
     if array.ndim != 4 or array.shape[-1] not in (1, 3, 4):
         raise InputError(
             f"Expected a clip shaped [T,H,W,3] (an IMAGE batch, one image per frame); got shape {tuple(array.shape)}."
@@ -61,7 +56,7 @@ def grey_uint8(clip: np.ndarray) -> list[np.ndarray]:
 
 def flow_array(flow: Any) -> np.ndarray:
     """An ``OPTICAL_FLOW`` value as float32 ``[N,H,W,2]`` (pixels, x then y), NaN rejected."""
-    array = _to_numpy(flow)
+    array = to_numpy(flow)
     if array.ndim == 3 and array.shape[-1] == 2:
         array = array[None]
     if array.ndim != 4 or array.shape[-1] != 2 or array.shape[0] < 1:
@@ -77,7 +72,7 @@ def pair_masks(mask: Any, pairs: int, height: int, width: int) -> np.ndarray:
     Pair ``i`` uses the mask of its first frame ``i`` (the flow is defined on that frame's pixels).
     Values above 0.5 select a pixel, so soft mattes work.
     """
-    array = _to_numpy(mask)
+    array = to_numpy(mask)
     if array.ndim == 2:
         array = array[None]
     if array.ndim == 4 and array.shape[-1] == 1:

@@ -9,9 +9,10 @@ from typing import Any
 
 from ...core import host
 from ...core.errors import InputError
+from ...core.frames import images_tensor
 from ...core.paths import confined
 from ...core.preview import animation_preview
-from ..common import category, field
+from ..common import category, field, next_free_name
 from .blender_client import RIG_SUFFIXES, motion_from_rig, render_rig_maps
 from .camera import PRESETS, PROJECTIONS
 from .conditions import SAMPLE_DIR, CameraSettings, render_pose
@@ -48,13 +49,6 @@ def _resolve_motion(name: str) -> Path:
     if not path.is_file():
         raise InputError(f"Motion file {name!r} was not found in ComfyUI's input folder ({host.input_dir()}).")
     return path
-
-
-def _images(array: Any) -> Any:
-    import torch
-
-    tensor = torch.from_numpy(array)
-    return tensor.float().div_(255.0) if tensor.dtype == torch.uint8 else tensor.float()
 
 
 class LoadMotion:
@@ -241,7 +235,7 @@ class RenderPose:
     def render(self, pose3d: Pose3D, camera: CameraSettings, stick_width: int, depth_shading: bool) -> dict[str, Any]:
         progress = host.progress(pose3d.frame_count)
         result = render_pose(pose3d, camera, stick_width, depth_shading, progress=progress, as_float=True)
-        images = _images(result.pose_maps)
+        images = images_tensor(result.pose_maps)
         caption = f"{camera.preset} · {camera.projection}"
         return {"ui": animation_preview(images, pose3d.fps, caption=caption), "result": (images, result.keypoints)}
 
@@ -276,8 +270,8 @@ class RenderPoseDepthNormal:
         from .maps import render_capsule_maps
 
         depth, normal = render_capsule_maps(pose3d, camera.fit(pose3d), host.progress(pose3d.frame_count))
-        depth_t = _images(depth)
-        return (depth_t[..., None].repeat(1, 1, 1, 3), _images(normal), (depth_t > 0).float())
+        depth_t = images_tensor(depth)
+        return (depth_t[..., None].repeat(1, 1, 1, 3), images_tensor(normal), (depth_t > 0).float())
 
 
 class RenderRigMesh:
@@ -326,8 +320,8 @@ class RenderRigMesh:
         depth, normal, alpha = render_rig_maps(
             path, pose3d, camera.fit(pose3d), blender_executable, blender_engine, host.progress(pose3d.frame_count)
         )
-        depth_t = _images(depth)
-        return (depth_t[..., None].repeat(1, 1, 1, 3), _images(normal), _images(alpha))
+        depth_t = images_tensor(depth)
+        return (depth_t[..., None].repeat(1, 1, 1, 3), images_tensor(normal), images_tensor(alpha))
 
 
 class SavePoseKeypoints:
@@ -353,12 +347,7 @@ class SavePoseKeypoints:
     def save(self, pose_keypoint: list, filename_prefix: str) -> dict[str, Any]:
         from ...core.atomic import write_text_atomic
 
-        counter = 1
-        while True:
-            path = host.output_path(f"{filename_prefix}_{counter:05d}.json")
-            if not path.exists():
-                break
-            counter += 1
+        path = host.output_path(next_free_name(filename_prefix) + ".json")
         text = json.dumps(pose_keypoint)
         write_text_atomic(path, text, overwrite=False)
         return {"ui": {"openpose_json": [text], "text": [path.name]}, "result": ()}

@@ -23,8 +23,9 @@ import numpy as np
 from scipy.ndimage import gaussian_filter1d
 
 from ...core.errors import InputError
+from ...core.frames import check_alpha
 from ...core.progress import ProgressFn, no_progress
-from .matte import check_alpha, check_frames
+from .matte import check_frames
 from .options import ANCHORS
 from .options import STABILISE_MODES as MODES
 

@@ -7,8 +7,6 @@ the pack stays fast and a missing library only breaks the node that needs it, wi
 from __future__ import annotations
 
 import json
-import logging
-import re
 from pathlib import Path
 from typing import Any
 
@@ -16,33 +14,11 @@ import numpy as np
 
 from ...core import host
 from ...core.errors import InputError
-from ...core.paths import SAMPLE_DATA, confined, sanitize_relative
+from ...core.paths import SAMPLE_DATA, confined
 from ...core.preview import animation_preview
-from ..common import category, field
-from .options import ANCHORS, EXPORT_FORMATS, GODOT_CHOICES, LAYOUTS, MASK_POLARITIES, PALETTE_METHODS, TIMING_OPS
+from ..common import IMAGE_TIP, MASK_TIP, category, field, mask_inputs, mask_is_input, next_free_name
+from .options import ANCHORS, EXPORT_FORMATS, GODOT_CHOICES, LAYOUTS, PALETTE_METHODS, TIMING_OPS
 from .options import STABILISE_MODES as MODES
-
-logger = logging.getLogger("gameanim.sprite")
-
-IMAGE_TIP = "Frames as an IMAGE batch [T,H,W,3] (a 4th channel is used as alpha when no mask is given)."
-MASK_TIP = "Alpha per frame (MASK [T,H,W]), e.g. from Remove Background or a segmentation node."
-OPTIONAL_MASK_TIP = (
-    "Optional alpha per frame (MASK [T,H,W]). Without it a 4-channel IMAGE's 4th channel is the alpha, "
-    "else the frames are opaque, so VC2 Decode or a video loader connects directly."
-)
-MASK_IS_TIP = (
-    "What the MASK means: 'alpha' = 1 is opaque (GameAnim's Remove Background / Stabilise outputs); "
-    "'transparency' = 1 is transparent (core Load Image's MASK, Join Image with Alpha)."
-)
-
-
-def _mask_inputs() -> dict[str, Any]:
-    """The optional ``mask`` + ``mask_is`` inputs shared by the nodes that take any IMAGE."""
-    return {
-        "mask": field("MASK", OPTIONAL_MASK_TIP),
-        "mask_is": field(list(MASK_POLARITIES), MASK_IS_TIP, default="alpha"),
-    }
-
 
 NOT_SOLID_CHOICES = ("stop", "keep opaque")
 
@@ -68,18 +44,6 @@ def _durations_ms(timing: dict | None, fps: float, frames: int) -> list[float] |
             "timing of the same Timing Chart node (frame-count changes in between break the pairing)."
         )
     return [d * 1000.0 / fps for d in durations]
-
-
-def _next_free(prefix: str) -> str:
-    """``<prefix>_NNNNN`` with a counter above every file already saved under that prefix."""
-    rel = sanitize_relative(prefix)
-    base = host.output_dir()
-    parent = confined(base, rel).parent
-    stem = Path(rel).name
-    pattern = re.compile(re.escape(stem) + r"_(\d{5})")
-    names = [p.name for p in parent.iterdir()] if parent.is_dir() else []
-    used = [int(m.group(1)) for n in names if (m := pattern.match(n))]
-    return f"{rel}_{(max(used) + 1) if used else 1:05d}"
 
 
 def _ui_entry(path: Path) -> dict[str, str]:
@@ -121,7 +85,7 @@ class GameAnimSpriteLoadFrames:
         }
 
     def load(self, source: str, folder: str, max_frames: int) -> tuple:
-        from .frames import to_tensor
+        from ...core.frames import to_tensor
         from .loader import load_frame_folder
 
         base = host.input_dir() if source == "input" else SAMPLE_DATA
@@ -186,7 +150,7 @@ class GameAnimSpriteRemoveBackground:
             },
             "optional": {
                 "mask": field("MASK", "External alpha (e.g. from a segmentation node); when set, only despill runs."),
-                "mask_is": field(list(MASK_POLARITIES), MASK_IS_TIP, default="alpha"),
+                "mask_is": mask_is_input(),
                 "min_hole": field(
                     "INT",
                     "Key-coloured pockets enclosed by the sprite of at least this many px are background (gaps "
@@ -218,8 +182,8 @@ class GameAnimSpriteRemoveBackground:
         min_hole: int = 24,
         if_not_solid: str = "stop",
     ) -> tuple:
+        from ...core.frames import split_image, to_tensor
         from . import operations
-        from .frames import split_image, to_tensor
         from .matte import NotSolidError
 
         try:
@@ -278,7 +242,7 @@ class GameAnimSpriteStabilise:
                 "padding": field("INT", "Transparent pixels around the union box.", default=2, min=0, max=256),
             },
             "optional": {
-                **_mask_inputs(),
+                **mask_inputs(),
                 "pose_keypoint": field(
                     "POSE_KEYPOINT",
                     "The pose the clip was rendered from (e.g. GameAnim Render Pose), one per frame: the pivot's x "
@@ -299,9 +263,9 @@ class GameAnimSpriteStabilise:
         mask_is: str = "alpha",
         pose_keypoint: Any | None = None,
     ) -> tuple:
+        from ...core.frames import to_tensor
         from . import operations
         from .anchor import root_travel
-        from .frames import to_tensor
 
         result = operations.stabilise(
             image,
@@ -356,7 +320,7 @@ class GameAnimSpriteTiming:
                 "fps_out": field("FLOAT", "retime_fps: wanted frame rate.", default=12.0, min=0.1, max=240.0, step=0.1),
                 "min_loop": field("INT", "loop_trim: shortest loop length in frames.", default=4, min=1, max=4096),
             },
-            "optional": {"mask": field("MASK", MASK_TIP)},
+            "optional": {"mask": field("MASK", MASK_TIP), "mask_is": mask_is_input()},
         }
 
     def run(
@@ -369,11 +333,12 @@ class GameAnimSpriteTiming:
         fps_out: float,
         min_loop: int,
         mask: Any | None = None,
+        mask_is: str = "alpha",
     ) -> tuple:
-        from . import operations, playback
-        from .frames import to_tensor
+        from ...core.frames import rgb_alpha, to_tensor
+        from . import playback
 
-        rgb, alpha = operations.rgb_alpha(image, mask)
+        rgb, alpha = rgb_alpha(image, mask, mask_is)
         n = len(rgb)
         info: dict[str, Any] = {"operation": operation}
         if operation == "hold":
@@ -435,7 +400,7 @@ class GameAnimSpritePixelArt:
                     control_after_generate=True,
                 ),
             },
-            "optional": _mask_inputs(),
+            "optional": mask_inputs(),
         }
 
     def run(
@@ -452,8 +417,8 @@ class GameAnimSpritePixelArt:
         mask: Any | None = None,
         mask_is: str = "alpha",
     ) -> tuple:
+        from ...core.frames import to_tensor
         from . import operations
-        from .frames import to_tensor
         from .pixelart import hex_palette, load_palette
 
         pal = load_palette(confined(host.input_dir(), palette_file)) if palette == "file" else None
@@ -528,7 +493,7 @@ class GameAnimSpriteSheet:
                 ),
             },
             "optional": {
-                **_mask_inputs(),
+                **mask_inputs(),
                 "animation": field(
                     "STRING",
                     "Animation name (one per clip for a list, e.g. VC2 Action Set's action_names). "
@@ -566,8 +531,8 @@ class GameAnimSpriteSheet:
         mask_is: list[str] | None = None,
         root_motion: list[str] | None = None,
     ) -> dict:
+        from ...core.frames import to_tensor
         from . import operations
-        from .frames import to_tensor
 
         count = len(image)
         masks = list(mask) if mask else [None] * count
@@ -578,7 +543,7 @@ class GameAnimSpriteSheet:
         if len(timings) != count:
             raise InputError(f"{count} clips arrived with {len(timings)} timings; give one timing per clip or none.")
         durations = [_durations_ms(t, r, len(c)) for t, r, c in zip(timings, rates, image, strict=True)]
-        name = _next_free(filename_prefix[0])
+        name = next_free_name(filename_prefix[0])
         names = [n for n in (animation or []) if n.strip()]
         if not names:
             names = [Path(name).name] if count == 1 else [f"animation_{i + 1}" for i in range(count)]
@@ -635,7 +600,7 @@ class GameAnimSpriteExport:
                 "fps": field("FLOAT", "Playback rate.", default=12.0, min=0.1, max=100.0, step=0.1),
                 "loop": field("INT", "Times to loop (0 = forever).", default=0, min=0, max=65535),
             },
-            "optional": {**_mask_inputs(), "timing": field("GAMEANIM_TIMING", TIMING_TIP)},
+            "optional": {**mask_inputs(), "timing": field("GAMEANIM_TIMING", TIMING_TIP)},
         }
 
     def run(
@@ -649,15 +614,15 @@ class GameAnimSpriteExport:
         timing: dict | None = None,
         mask_is: str = "alpha",
     ) -> dict:
+        from ...core.frames import rgb_alpha, to_tensor
         from . import operations
-        from .frames import to_tensor
 
-        name = _next_free(filename_prefix)
+        name = next_free_name(filename_prefix)
         durations = _durations_ms(timing, fps, len(image))
         paths = operations.export_animation(
             image, mask, host.output_dir(), name, format, fps, durations, loop, host.progress(len(image)), mask_is
         )
-        rgb, alpha = operations.rgb_alpha(image, mask, mask_is)
+        rgb, alpha = rgb_alpha(image, mask, mask_is)
         image, mask = to_tensor(rgb), to_tensor(alpha)
         entries = [_ui_entry(p) for p in paths]
         ui: dict[str, Any] = {"images": entries}

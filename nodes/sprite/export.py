@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -66,24 +67,26 @@ def gif_frames(rgba: np.ndarray, alpha_threshold: int = 128) -> list[Image.Image
     return frames
 
 
+def _save_animated(images: list[Image.Image], durations_ms: list[int], path: Path, **options: Any) -> Path:
+    """Write ``images`` as one animated file atomically; ``options`` are Pillow's for the format."""
+    with atomic_target(path) as tmp:
+        images[0].save(tmp, save_all=True, append_images=images[1:], duration=[int(d) for d in durations_ms], **options)
+    return path
+
+
 def save_gif(rgba: np.ndarray, durations_ms: list[int], base: str | os.PathLike[str], name: str, loop: int = 0) -> Path:
     """Animated GIF with 1-bit transparency (alpha >= 50% is opaque)."""
     _check(rgba, durations_ms)
-    frames = gif_frames(rgba)
-    path = _target(base, name, ".gif")
-    with atomic_target(path) as tmp:
-        frames[0].save(
-            tmp,
-            format="GIF",
-            save_all=True,
-            append_images=frames[1:],
-            duration=[int(d) for d in durations_ms],
-            loop=loop,
-            transparency=255,
-            disposal=2,
-            optimize=False,
-        )
-    return path
+    return _save_animated(
+        gif_frames(rgba),
+        durations_ms,
+        _target(base, name, ".gif"),
+        format="GIF",
+        loop=loop,
+        transparency=255,
+        disposal=2,
+        optimize=False,
+    )
 
 
 def _rgba_images(rgba: np.ndarray) -> list[Image.Image]:
@@ -95,20 +98,8 @@ def save_apng(
 ) -> Path:
     """Animated PNG with full 8-bit alpha; each frame replaces the previous (disposal to background)."""
     _check(rgba, durations_ms)
-    images = _rgba_images(rgba)
     path = _target(base, name, ".png")
-    with atomic_target(path) as tmp:
-        images[0].save(
-            tmp,
-            format="PNG",
-            save_all=True,
-            append_images=images[1:],
-            duration=[int(d) for d in durations_ms],
-            loop=loop,
-            disposal=1,
-            blend=0,
-        )
-    return path
+    return _save_animated(_rgba_images(rgba), durations_ms, path, format="PNG", loop=loop, disposal=1, blend=0)
 
 
 def save_webp(
@@ -122,21 +113,9 @@ def save_webp(
 ) -> Path:
     """Animated WebP with alpha (lossless by default: sprites have hard edges and flat colours)."""
     _check(rgba, durations_ms)
-    images = _rgba_images(rgba)
     path = _target(base, name, ".webp")
-    with atomic_target(path) as tmp:
-        images[0].save(
-            tmp,
-            format="WEBP",
-            save_all=True,
-            append_images=images[1:],
-            duration=[int(d) for d in durations_ms],
-            loop=loop,
-            lossless=lossless,
-            quality=quality,
-            exact=True,
-        )
-    return path
+    options = {"loop": loop, "lossless": lossless, "quality": quality, "exact": True}
+    return _save_animated(_rgba_images(rgba), durations_ms, path, format="WEBP", **options)
 
 
 def save_png_sequence(

@@ -43,6 +43,7 @@ import cv2
 import numpy as np
 
 from ...core.errors import InputError
+from ...core.frames import check_alpha
 from ...core.progress import ProgressFn, no_progress
 from .pockets import drawn_pockets
 
@@ -91,27 +92,6 @@ def check_frames(frames: np.ndarray, name: str = "frames") -> np.ndarray:
             "before this one produced broken pixels (e.g. a VAE decode in fp16 overflowing); fix or drop those frames."
         )
     return frames
-
-
-def check_alpha(alpha: np.ndarray, frames: np.ndarray, name: str = "mask") -> np.ndarray:
-    """Validate an alpha/MASK batch against ``frames``; a single mask is broadcast over time."""
-    if alpha.ndim == 2:
-        alpha = alpha[None]
-    if alpha.ndim != 3:
-        raise InputError(f"{name} must be [T,H,W] (a MASK); got shape {tuple(alpha.shape)}.")
-    t, h, w = frames.shape[:3]
-    if alpha.shape[1:] != (h, w):
-        raise InputError(
-            f"{name} is {alpha.shape[2]}x{alpha.shape[1]} px but the frames are {w}x{h} px; "
-            "resize the mask (or the frames) so they match."
-        )
-    if alpha.shape[0] == 1 and t > 1:
-        alpha = np.broadcast_to(alpha, (t, h, w))
-    if alpha.shape[0] != t:
-        raise InputError(f"{name} has {alpha.shape[0]} frames but the image batch has {t}; give one mask per frame.")
-    if not np.isfinite(alpha).all():
-        raise InputError(f"{name} holds NaN or infinite values; check the node that produced it.")
-    return np.ascontiguousarray(np.clip(alpha, 0.0, 1.0), dtype=np.float32)
 
 
 def to_lab(rgb: np.ndarray) -> np.ndarray:

@@ -14,12 +14,11 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import InputError
+from ...core.frames import as_alpha, rgb_alpha, split_image, to_numpy, to_tensor
 from ...core.progress import ProgressFn
 from ..pose.keypoints import joints_from_pose
 from ..pose.skeleton import OPENPOSE_18
 from . import anchor, export, matte, pixelart, playback, sheet
-from .frames import split_image, to_numpy, to_tensor
-from .options import MASK_POLARITIES
 
 
 def remove_background(
@@ -44,25 +43,6 @@ def remove_background(
         rgb, low, high, border, cleanup, min_hole=min_hole, progress=progress
     )
     return to_tensor(out_rgb), to_tensor(alpha), background
-
-
-def as_alpha(mask: np.ndarray, mask_is: str = "alpha") -> np.ndarray:
-    """A MASK as alpha (1 = opaque).  ``transparency`` masks (1 = transparent: core ``LoadImage``,
-    ``JoinImageWithAlpha``) are inverted; ours (Remove Background, Stabilise) are ``alpha``."""
-    if mask_is not in MASK_POLARITIES:
-        raise InputError(f"Unknown mask polarity {mask_is!r}; choose one of {', '.join(MASK_POLARITIES)}.")
-    return 1.0 - mask if mask_is == "transparency" else mask
-
-
-def rgb_alpha(rgb: Any, alpha: Any | None, mask_is: str = "alpha") -> tuple[np.ndarray, np.ndarray]:
-    """numpy ``(rgb, alpha)``: alpha from the argument (a MASK of polarity ``mask_is``), else a
-    4th channel of the IMAGE (alpha), else opaque - so any IMAGE connects, with or without alpha."""
-    arr, own_alpha = split_image(rgb, "rgb")
-    if alpha is None:
-        alpha_np = own_alpha if own_alpha is not None else np.ones(arr.shape[:3], np.float32)
-    else:
-        alpha_np = as_alpha(to_numpy(alpha, "alpha"), mask_is)
-    return arr, matte.check_alpha(alpha_np, arr, "alpha")
 
 
 def durations_for(n: int, fps: float, durations_ms: Any | None) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import InputError
+from ...core.frames import image_alpha
 from ...core.progress import ProgressFn, no_progress
 from ..pose.keypoints import joints_from_pose
 
@@ -51,29 +52,6 @@ class ClipMotion:
     @property
     def frame_count(self) -> int:
         return len(self.bottom)
-
-
-def rgb_alpha(frames: Any, alpha: Any | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-    """Float32 ``[T,H,W,3]`` and ``[T,H,W]`` (or None) from an IMAGE (4th channel = alpha) and optional MASK."""
-    array = np.asarray(frames.detach().cpu().float().numpy() if hasattr(frames, "detach") else frames, np.float32)
-    if array.ndim == 3:
-        array = array[None]
-    if array.ndim != 4 or array.shape[-1] not in (3, 4):
-        raise InputError(f"Expected frames shaped [T,H,W,3] (an IMAGE batch); got shape {tuple(array.shape)}.")
-    if array.shape[0] < 1:
-        raise InputError("The clip is empty; connect a batch with at least one frame.")
-    a = None
-    if alpha is not None:
-        a = np.asarray(alpha.detach().cpu().float().numpy() if hasattr(alpha, "detach") else alpha, np.float32)
-        if a.ndim == 2:
-            a = np.broadcast_to(a, array.shape[:3])
-        if a.shape != array.shape[:3]:
-            raise InputError(
-                f"The mask is shaped {tuple(a.shape)} but the frames are {tuple(array.shape[:3])}; give one alpha per frame."
-            )
-    elif array.shape[-1] == 4:
-        a = array[..., 3]
-    return np.ascontiguousarray(array[..., :3]), None if a is None else np.ascontiguousarray(a, np.float32)
 
 
 def subject_masks(rgb: np.ndarray, alpha: np.ndarray | None) -> np.ndarray:
@@ -185,7 +163,7 @@ def measure(
 
     ``loop=True`` treats the clip as a cycle and also measures the seam, last frame to first.
     """
-    rgb, a = rgb_alpha(frames, alpha)
+    rgb, a = image_alpha(frames, alpha)
     t, h, w = rgb.shape[:3]
     if t < 2:
         raise InputError(f"Timing needs a clip of at least 2 frames; got {t}.")

@@ -12,9 +12,9 @@ import json
 from typing import Any
 
 from ...core import host
+from ...core.frames import as_alpha, to_tensor
 from ...core.preview import animation_preview
-from ..common import category, field
-from ..sprite.comfy_nodes import IMAGE_TIP
+from ..common import IMAGE_TIP, category, field, mask_is_input
 from .retime import INBETWEEN_MODES
 from .smear import STYLES
 from .spacing import SPACINGS
@@ -31,12 +31,6 @@ POSE_TIP = "POSE_KEYPOINT with one pose per frame (e.g. from GameAnim Render Pos
 def _measure_progress(image: Any, loop: bool) -> Any:
     """Progress for measuring a clip: one step per frame pair (a loop also measures its seam)."""
     return host.progress(max(1, len(image) - (0 if loop else 1)))
-
-
-def _tensor(array: Any) -> Any:
-    import torch
-
-    return torch.from_numpy(array.copy())
 
 
 class GameAnimKeyPoses:
@@ -88,6 +82,7 @@ class GameAnimKeyPoses:
                 "mask": field("MASK", MASK_TIP),
                 "pose_keypoint": field("POSE_KEYPOINT", POSE_TIP),
                 "loop": field("BOOLEAN", LOOP_TIP, default=False),
+                "mask_is": mask_is_input(),
             },
         }
 
@@ -101,10 +96,12 @@ class GameAnimKeyPoses:
         mask: Any | None = None,
         pose_keypoint: Any | None = None,
         loop: bool = False,
+        mask_is: str = "alpha",
     ) -> dict:
         from .clip_motion import measure
         from .keyposes import find_key_poses
 
+        mask = None if mask is None else as_alpha(mask, mask_is)
         motion = measure(image, mask, pose_keypoint, _measure_progress(image, loop), loop)
         ranked = find_key_poses(motion, max_keys or None, breakdowns, min_motion, turn_degrees)
         frames = sorted(k.frame for k in ranked)
@@ -183,6 +180,7 @@ class GameAnimTimingChart:
                 "mask": field("MASK", MASK_TIP),
                 "pose_keypoint": field("POSE_KEYPOINT", POSE_TIP),
                 "loop": field("BOOLEAN", LOOP_TIP, default=False),
+                "mask_is": mask_is_input(),
             },
         }
 
@@ -199,6 +197,7 @@ class GameAnimTimingChart:
         mask: Any | None = None,
         pose_keypoint: Any | None = None,
         loop: bool = False,
+        mask_is: str = "alpha",
     ) -> dict:
         import numpy as np
 
@@ -208,6 +207,7 @@ class GameAnimTimingChart:
         from .retime import retime
         from .spacing import parse_keys
 
+        mask = None if mask is None else as_alpha(mask, mask_is)
         motion = measure(image, mask, pose_keypoint, _measure_progress(image, loop), loop)
         frames = parse_keys(keys) if keys.strip() else [k.frame for k in find_key_poses(motion)]
         result = retime(
@@ -230,11 +230,11 @@ class GameAnimTimingChart:
         ui: dict[str, Any] = {"text": [json.dumps(result.durations)]}
         ui.update(animation_preview(chart[None], 1.0, caption="timing chart"))
         outputs = (
-            _tensor(result.rgb),
-            _tensor(alpha),
+            to_tensor(result.rgb),
+            to_tensor(alpha),
             result.timing_info(),
             json.dumps(result.durations),
-            _tensor(chart[None]),
+            to_tensor(chart[None]),
         )
         return {"ui": ui, "result": outputs}
 
@@ -279,7 +279,10 @@ class GameAnimSmearFrames:
                 "style": field(list(STYLES), "smear: a stretched streak; multiples: a few fainter copies."),
                 "copies": field("INT", "multiples: number of copies behind the sprite.", default=3, min=1, max=16),
             },
-            "optional": {"timing": field(TIMING_TYPE, "From the Timing Chart node: its key frames are never smeared.")},
+            "optional": {
+                "timing": field(TIMING_TYPE, "From the Timing Chart node: its key frames are never smeared."),
+                "mask_is": mask_is_input(),
+            },
         }
 
     def run(
@@ -291,15 +294,17 @@ class GameAnimSmearFrames:
         style: str,
         copies: int,
         timing: dict | None = None,
+        mask_is: str = "alpha",
     ) -> tuple:
         from .smear import smear_frames
 
+        mask = as_alpha(mask, mask_is)
         keys = list(timing.get("keys", [])) if timing else None
         result = smear_frames(
             image, mask, threshold, strength, style, copies, keys, host.progress(max(1, len(image) - 1))
         )
         info = {"smeared": result.smeared, "displacement": [round(d, 2) for d in result.displacement]}
-        return _tensor(result.rgb), _tensor(result.alpha), json.dumps(info)
+        return to_tensor(result.rgb), to_tensor(result.alpha), json.dumps(info)
 
 
 NODE_CLASS_MAPPINGS = {

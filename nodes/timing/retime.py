@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...core.errors import InputError
+from ...core.frames import image_alpha
 from ...core.progress import ProgressFn, no_progress
-from .clip_motion import ClipMotion, rgb_alpha
+from .clip_motion import ClipMotion
 from .inbetween import interpolate
 from .spacing import ChartFrame, normalise_keys, source_time, timing_chart
 
@@ -64,7 +65,7 @@ def retime(
     """
     if inbetween not in INBETWEEN_MODES:
         raise InputError(f"Unknown in-between mode {inbetween!r}; choose one of {', '.join(INBETWEEN_MODES)}.")
-    rgb, a = rgb_alpha(frames, alpha)
+    rgb, a = image_alpha(frames, alpha)
     n = len(rgb)
     if motion.frame_count != n:
         raise InputError(f"The motion was measured on {motion.frame_count} frames but the clip has {n}.")

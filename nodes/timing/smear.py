@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.errors import InputError
+from ...core.frames import image_alpha
 from ...core.progress import ProgressFn, no_progress
-from .clip_motion import pair_flows, rgb_alpha, subject_masks
+from .clip_motion import pair_flows, subject_masks
 
 STYLES = ("smear", "multiples")
 TAIL_ALPHA = 0.4
@@ -88,7 +89,7 @@ def smear_frames(
         raise InputError(f"Unknown smear style {style!r}; choose one of {', '.join(STYLES)}.")
     if not 0.0 <= strength <= 1.0 or threshold < 0.0 or copies < 1:
         raise InputError("strength must be within 0..1, threshold >= 0 and copies >= 1.")
-    rgb, a = rgb_alpha(frames, alpha)
+    rgb, a = image_alpha(frames, alpha)
     if a is None:
         raise InputError("Smears need the sprite's alpha (connect a MASK or an RGBA image).")
     out_rgb, out_a = rgb.copy(), a.copy()

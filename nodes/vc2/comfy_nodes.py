@@ -9,72 +9,21 @@ holds one stage at a time.  Sampling shows a live latent preview through the hos
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from ...core import host
 from ...core.errors import InputError, ModelFileError, NumericalError
 from ...core.preview import animation_preview
-from ..common import category, field
+from ..common import SEED, LoadedModel, category, checkpoint_names, field, load_parts, resolve_checkpoint
 
 MODEL_TYPE = "VC2_MODEL"
 FOLDERS = ("videocrafter", "checkpoints")
 CATEGORY = category("VC2")
 PART_ROLES = {"unet": "diffusion", "vae": "vae", "text_encoder": "text_encoder"}  # host device policy per part
 PREVIEW_FPS = 8.0  # playback rate of the node preview when the latent does not say (VC2 renders 16-frame clips)
-SEED = field(
-    "INT",
-    "Seed of the CPU noise generator: the same seed gives the same clip on any device.",
-    default=123,
-    min=0,
-    max=2**63 - 1,
-    control_after_generate=True,
-)
 
 
-@dataclass
-class LoadedVC2:
-    """What travels on a ``VC2_MODEL`` link: the model, its host-managed parts and the memory policy."""
-
-    model: Any
-    offload: bool
-    name: str
-
-    def part(self, key: str) -> host.ManagedModel:
-        """The host-managed handle of ``unet``/``vae``/``text_encoder`` (kept on the module, made on first use)."""
-        return host.manage(getattr(self.model, key), f"VC2 {key} ({self.name})", PART_ROLES[key])
-
-
-def _checkpoint_names(folders: tuple[str, ...] = FOLDERS) -> list[str]:
-    """The files in the first model folder that has them, then the others, without repeats."""
-    names: list[str] = []
-    for key in folders:
-        for name in host.model_list(key):
-            if name not in names:
-                names.append(name)
-    return names
-
-
-def _resolve(name: str, folders: tuple[str, ...] = FOLDERS) -> Any:
-    last: ModelFileError | None = None
-    for key in folders:
-        try:
-            return host.model_path(key, name)
-        except ModelFileError as exc:
-            last = exc
-    raise last if last is not None else ModelFileError(f"{name} not found.")
-
-
-@contextmanager
-def _on_device(loaded: LoadedVC2, key: str) -> Iterator[Any]:
-    """Have part ``key`` loaded by the host for the body; unloaded afterwards if ``offload`` is on."""
-    with host.on_device(loaded.part(key), keep_loaded=not loaded.offload) as device:
-        yield device
-
-
-def _condition(loaded: LoadedVC2, conditioning: Any | None, text: str = "") -> Any:
+def _condition(loaded: LoadedModel, conditioning: Any | None, text: str = "") -> Any:
     from .text_encoder import context_from_conditioning
 
     if conditioning is not None:
@@ -82,13 +31,13 @@ def _condition(loaded: LoadedVC2, conditioning: Any | None, text: str = "") -> A
     return _encode(loaded, [text])
 
 
-def _encode(loaded: LoadedVC2, texts: list[str]) -> Any:
+def _encode(loaded: LoadedModel, texts: list[str]) -> Any:
     """Context for ``texts`` from the checkpoint's text encoder, loaded by the host for the call (CPU result)."""
     from .model import encode_text
 
     if loaded.model.text_encoder is None:
         return encode_text(loaded.model, texts)  # raises the explanatory ModelFileError
-    with _on_device(loaded, "text_encoder"):
+    with loaded.on_device("text_encoder"):
         return encode_text(loaded.model, texts).cpu()
 
 
@@ -107,7 +56,7 @@ class VC2Loader:
     def INPUT_TYPES(cls) -> dict[str, Any]:
         return {
             "required": {
-                "ckpt_name": field(_checkpoint_names(), "A file from models/videocrafter or models/checkpoints."),
+                "ckpt_name": field(checkpoint_names(FOLDERS), "A file from models/videocrafter or models/checkpoints."),
                 "dtype": field(
                     ["fp16", "bf16", "fp32"],
                     "Weight precision. fp16 halves VRAM (GroupNorm stays fp32); if you get a NaN error use bf16 or fp32.",
@@ -122,15 +71,13 @@ class VC2Loader:
             }
         }
 
-    def load(self, ckpt_name: str, dtype: str, offload: bool) -> tuple[LoadedVC2]:
+    def load(self, ckpt_name: str, dtype: str, offload: bool) -> tuple[LoadedModel]:
         from .model import load_model, parse_dtype
 
-        model = load_model(_resolve(ckpt_name), dtype=host.weight_dtype("diffusion", parse_dtype(dtype)))
-        loaded = LoadedVC2(model=model, offload=offload, name=ckpt_name)
-        for key in ("unet", "vae", "text_encoder"):
-            if getattr(model, key) is not None:
-                loaded.part(key)
-        return (loaded,)
+        model = load_model(
+            resolve_checkpoint(ckpt_name, FOLDERS), dtype=host.weight_dtype("diffusion", parse_dtype(dtype))
+        )
+        return (load_parts(model, ckpt_name, offload, "VC2", PART_ROLES),)
 
 
 class VC2TextEncode:
@@ -162,7 +109,7 @@ class VC2TextEncode:
             }
         }
 
-    def encode(self, vc2_model: LoadedVC2, text: str) -> dict[str, Any]:
+    def encode(self, vc2_model: LoadedModel, text: str) -> dict[str, Any]:
         from .text_encoder import token_report
 
         report = token_report(text)
@@ -175,7 +122,7 @@ class VC2TextEncode:
 
 
 def _sample(
-    loaded: LoadedVC2,
+    loaded: LoadedModel,
     positive: Any,
     negative: Any | None,
     width: int,
@@ -206,7 +153,7 @@ def _sample(
             )
         shape = tuple(init_latent.shape)
     run_steps = steps - (skipped_steps(steps, denoise) if init_latent is not None and denoise < 1 else 0)
-    with _on_device(loaded, "unet"), host.notify_on(NumericalError, "VC2 sampling became NaN"):
+    with loaded.on_device("unet"), host.notify_on(NumericalError, "VC2 sampling became NaN"):
         reporter = host.preview_progress(run_steps, "sd")
         return sample(
             model,
@@ -225,13 +172,13 @@ def _sample(
         )
 
 
-def _decode(loaded: LoadedVC2, latents: Any, chunk: int, tiled: bool) -> Any:
+def _decode(loaded: LoadedModel, latents: Any, chunk: int, tiled: bool) -> Any:
     from .model import decode
 
     if loaded.model.vae is None:
         raise ModelFileError(f"{loaded.name} has no VAE weights: load a full VC2 checkpoint to decode.")
     total = (latents.shape[0] * latents.shape[2] + chunk - 1) // chunk
-    with _on_device(loaded, "vae"):
+    with loaded.on_device("vae"):
         return decode(loaded.model, latents, chunk=chunk, tiled=tiled, progress=host.progress(total))
 
 
@@ -313,7 +260,7 @@ class VC2Sampler:
 
     def run(
         self,
-        vc2_model: LoadedVC2,
+        vc2_model: LoadedModel,
         positive: Any,
         negative: Any = None,
         init_latent: Any = None,
@@ -350,7 +297,7 @@ class VC2Decode:
             }
         }
 
-    def decode(self, vc2_model: LoadedVC2, latent: dict[str, Any], chunk: int, tiled: bool) -> dict[str, Any]:
+    def decode(self, vc2_model: LoadedModel, latent: dict[str, Any], chunk: int, tiled: bool) -> dict[str, Any]:
         samples = latent["samples"]
         if samples.ndim != 5:
             raise InputError(f"VC2 Decode needs a 5-D VC2 latent [B,4,T,H,W], got {tuple(samples.shape)}.")
@@ -378,13 +325,13 @@ class VC2Encode:
             }
         }
 
-    def encode(self, vc2_model: LoadedVC2, frames: Any) -> tuple[dict[str, Any]]:
+    def encode(self, vc2_model: LoadedModel, frames: Any) -> tuple[dict[str, Any]]:
         from .vae import encode_frames
 
         vae = vc2_model.model.vae
         if vae is None:
             raise ModelFileError(f"{vc2_model.name} has no VAE weights: load a full VC2 checkpoint to encode.")
-        with _on_device(vc2_model, "vae"):
+        with vc2_model.on_device("vae"):
             return ({"samples": encode_frames(vae, frames, progress=host.progress(frames.shape[0]))},)
 
 
@@ -480,7 +427,7 @@ class VC2ActionSet:
 
     def run(
         self,
-        vc2_model: LoadedVC2,
+        vc2_model: LoadedModel,
         actions: str,
         character: str,
         view: str,

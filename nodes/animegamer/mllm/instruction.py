@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from ....core.errors import InputError
 
-FIELDS = ("character", "adverb", "motion", "time", "background")
-
 
 def _clean(name: str, value: str, required: bool) -> str:
     text = " ".join((value or "").split())
