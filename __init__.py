@@ -15,6 +15,7 @@ from .nodes.animegamer.decoder import comfy_nodes as decoder_nodes
 from .nodes.animegamer.mllm import comfy_nodes as mllm_nodes
 from .nodes.dynamicrafter import comfy_nodes as dynamicrafter_nodes
 from .nodes.motion import comfy_nodes as motion_nodes
+from .nodes.pose import clip_nodes as pose_clip_nodes
 from .nodes.pose import comfy_nodes as pose_nodes
 from .nodes.sprite import comfy_nodes as sprite_nodes
 from .nodes.timing import comfy_nodes as timing_nodes
@@ -27,6 +28,7 @@ FEATURE_NODE_MODULES: tuple = (
     sprite_nodes,
     timing_nodes,
     pose_nodes,
+    pose_clip_nodes,
     motion_nodes,
     mllm_nodes,
     decoder_nodes,

@@ -205,6 +205,12 @@ MODEL_FOLDERS: dict[str, ModelFolder] = {
                     "the concept LoRA the shipped training workflow makes",
                     written_by="GameAnimLoraSave",
                 ),
+                ExpectedFile(
+                    "hero_actions.safetensors",
+                    "written by the LoRA Save node of the rig-to-training-clips workflow",
+                    "the action LoRA trained on clips rendered from the user's rig",
+                    written_by="GameAnimLoraSave",
+                ),
             ),
         ),
         # ComfyUI's own folders, listed for the Wan files the rig-to-sprites workflow loads with core loaders

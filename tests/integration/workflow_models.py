@@ -98,6 +98,20 @@ def _tooncrafter_tiny(models_dir: Path, input_dir: Path) -> None:
     _example_image(input_dir)
 
 
+def _rig_and_vc2_tiny(models_dir: Path, input_dir: Path) -> None:
+    """The tiny VC2, and a real rigged character (assimp's Testwuson, see tests/support/rig_assets.py) under the
+    shipped name ``input/characters/hero.glb``."""
+    import shutil
+
+    from support.rig_assets import require_character
+
+    _vc2_tiny(models_dir, input_dir)
+    target = input_dir / "characters" / "hero.glb"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(require_character("Testwuson"), target)
+
+
 _VC2_VALIDATE = {"width": 64, "height": 64, "frames": 2, "steps": 2}
 
 WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None]] = {
@@ -107,6 +121,7 @@ WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None]] = {
     "animegamer_convert_decoder": _animegamer_convert,
     "animegamer_turn": _animegamer_turn,
     "vc2_train_concept_lora": _vc2_tiny,
+    "rig_to_training_clips": _rig_and_vc2_tiny,
     "vc2_restyle_frames": _vc2_tiny,
     "dynamicrafter_run": _dynamicrafter_tiny,
     "toon_inbetween": _tooncrafter_tiny,
@@ -148,6 +163,14 @@ WORKFLOW_REDUCTIONS: dict[str, dict[str, dict[str, Any]]] = {
         "7": _VC2_VALIDATE,
         "13": {"width": 64, "height": 64, "frames": 4, "steps": 2, "actions": "running, jumping"},
     },
+    # Two tiny Workbench clips of the real character's run (one per key), trained 2 steps.
+    "rig_to_training_clips": {
+        "2": {"actions": "Wuson_Run = running", "frames": 4, "width": 64, "height": 64, "keys": "grey, white"},
+        "4": {"frames": 4, "frame_stride": 1, "width": 64, "height": 64},
+        "5": {"total_steps": 4, "checkpoint_every": 2, "resume": False},
+        "6": {"steps": 2},
+        "10": {"width": 64, "height": 64, "frames": 4, "steps": 2},
+    },
 }
 
 # Random tiny weights generate noise, not a solid key: Remove Background in those runs keeps the frames opaque
@@ -159,6 +182,7 @@ NOISE_KEYED: dict[str, str] = {
     "vc2_restyle_frames": "10",
     "vc2_sprite_t2v": "7",
     "vc2_train_concept_lora": "14",
+    "rig_to_training_clips": "11",
 }
 for _workflow, _node in NOISE_KEYED.items():
     WORKFLOW_REDUCTIONS.setdefault(_workflow, {}).setdefault(_node, {})["if_not_solid"] = "keep opaque"

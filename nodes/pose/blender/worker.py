@@ -8,7 +8,9 @@ with ``GAMEANIM_JSON `` (Blender's own log lines are ignored by the client).  Pr
 Requests: ``{"cmd": "ping"}``, ``{"cmd": "load", "path": ...}`` (.fbx, .bvh, .blend, .glb/.gltf),
 ``{"cmd": "motion", "armature": null, "start": null, "end": null, "step": 1}``,
 ``{"cmd": "render", "frames": [...], "camera": {...}, "width": W, "height": H, "engine": ..., "out_dir": ...}``
-(mesh depth / alpha / normals per frame as .npy files; see :func:`render`), ``{"cmd": "quit"}``.
+(mesh depth / alpha / normals per frame as .npy files; see :func:`render`),
+``{"cmd": "clip", "character": ..., "action": ..., "out_dir": ...}`` (shaded RGBA frames of one training clip;
+see ``clip.py``), ``{"cmd": "actions", "path": ...}``, ``{"cmd": "quit"}``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bpy  # noqa: E402
+from clip import list_actions, render_clip  # noqa: E402
 from gameanim_export_motion import armature_motion, find_armature  # noqa: E402
 
 PREFIX = "GAMEANIM_JSON "
@@ -168,6 +171,10 @@ def handle(request: dict) -> dict:
         return {"motion": motion}
     if cmd == "render":
         return render(request)
+    if cmd == "clip":
+        return render_clip(request, send)
+    if cmd == "actions":
+        return list_actions(request["path"])
     raise ValueError(f"unknown command {cmd!r}")
 
 

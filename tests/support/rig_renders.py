@@ -1,0 +1,81 @@
+"""3-D-rendered sprite material with its true alpha: real rigged characters rendered by Render Training Clips.
+
+Shaded characters (Blender Workbench) of assimp's test models (see :mod:`support.rig_assets`) on a solid
+key: grey on grey, white on white, or darkened on black (``shade`` scales the straight colour before the
+key is composited from the true alpha), optionally GIF-dithered as the frames arrive from a GIF.  Renders
+are cached per process; they need ``GAMEANIM_BLENDER``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from functools import lru_cache
+
+import numpy as np
+import pytest
+
+from .rig_assets import require_character
+
+ENV_VAR = "GAMEANIM_BLENDER"
+ACTIONS = {"Testwuson": "Wuson_Run", "BCN_Epileptic": "Epileptisch"}
+
+
+def require_blender() -> None:
+    if not os.environ.get(ENV_VAR):
+        message = f"{ENV_VAR} is not set (a Blender or a bpy==5.0.1 venv python renders the 3-D characters)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+@lru_cache(maxsize=8)
+def _rgba(character: str, view: str, frames: int, width: int, height: int) -> np.ndarray:
+    """Straight RGBA uint8 ``[T,H,W,4]`` of the character's action (the render behind every key)."""
+    from gameanim.nodes.pose.training_clips import ActionSpec, ClipSettings, read_clip, render_training_clips
+
+    require_blender()
+    path = require_character(character)
+    settings = ClipSettings(frames=frames, width=width, height=height)
+    with tempfile.TemporaryDirectory() as out:
+        spec = [ActionSpec(ACTIONS[character], None, "moving")]
+        (clip,) = render_training_clips(path, out, "character", spec, [view], ["black"], settings=settings)
+        keyed, alpha, _ = read_clip(clip.folder)
+    # On black the keyed frame is the premultiplied colour: divide it back to straight colour.
+    a = alpha.astype(np.float32)[..., None] / 255.0
+    straight = np.where(a > 0, keyed.astype(np.float32) / np.maximum(a, 1e-6), 0.0)
+    return np.concatenate([np.clip(np.rint(straight), 0, 255), alpha[..., None]], axis=-1).astype(np.uint8)
+
+
+def rendered_clip(
+    character: str = "BCN_Epileptic",
+    key: tuple[int, int, int] = (128, 128, 128),
+    shade: float = 1.0,
+    view: str = "side_right",
+    frames: int = 8,
+    width: int = 160,
+    height: int = 160,
+    gif: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(frames uint8 [T,H,W,3], true alpha float32 [T,H,W])`` of a shaded character on ``key``."""
+    rgba = _rgba(character, view, frames, width, height)
+    alpha = rgba[..., 3].astype(np.float32) / 255.0
+    colour = np.clip(rgba[..., :3].astype(np.float32) * shade, 0, 255)
+    keyed = colour * alpha[..., None] + np.asarray(key, np.float32) * (1.0 - alpha[..., None])
+    keyed = np.clip(np.rint(keyed), 0, 255).astype(np.uint8)
+    return (gif_dithered(keyed) if gif else keyed), alpha
+
+
+def gif_dithered(frames: np.ndarray) -> np.ndarray:
+    """The frames as a GIF stores them: 256-colour palette per frame, Floyd–Steinberg dithered."""
+    from PIL import Image
+
+    out = []
+    for frame in frames:
+        buffer = io.BytesIO()
+        Image.fromarray(frame).quantize(256, dither=Image.Dither.FLOYDSTEINBERG).save(buffer, "GIF")
+        buffer.seek(0)
+        with Image.open(buffer) as img:
+            out.append(np.asarray(img.convert("RGB")))
+    return np.stack(out)
