@@ -285,3 +285,34 @@ def test_bvh_and_fbx_actions_with_the_rigs_bone_names(tmp_path):
         alphas.append(alpha.astype(int))
     # The same motion from either file: the same frames up to a pixel of rim.
     assert np.abs(alphas[0] - alphas[1]).mean() < 2.0
+
+
+@needs_blender
+def test_bvh_retargeted_onto_a_rig_with_other_names_and_rest_rolls(tmp_path):
+    """The shipped mixamorig: BVH onto a rig named without the namespace whose bones are rolled 90° at rest:
+    the retarget carries world rotations, so the head moves as on the rig the BVH was made for."""
+    import subprocess
+
+    from gameanim.nodes.pose.blender_client import worker_command
+
+    make = Path(__file__).parent / "fixtures" / "pose" / "make_mixamo_fbx.py"
+    same, other = tmp_path / "same.fbx", tmp_path / "other.fbx"
+    for target, extra in ((same, ["--head-sphere", "--nose"]), (other, ["--head-sphere", "--nose", "--bare-rolled"])):
+        cmd = worker_command(BLENDER, make, [str(SAMPLE_RUN_CYCLE), str(target), *extra])
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    spec = parse_action_list("run_cycle.bvh = running", [SAMPLE_RUN_CYCLE.parent])
+    alphas = []
+    for rig in (same, other):
+        (clip,) = render_training_clips(rig, tmp_path / rig.stem, "head", spec, settings=SMALL)
+        _, alpha, params = read_clip(clip.folder)
+        alphas.append(alpha.astype(int))
+    assert "retargeted" in params["action"]
+    centres = np.array([[_centroid(a) for a in clip] for clip in alphas])  # (rig, frame, yx)
+    assert np.ptp(centres[0], axis=0).max() > 3  # the head travels on screen ...
+    assert np.abs(centres[0] - centres[1]).max() < 1.0  # ... the same way on the retargeted rig
+
+
+def _centroid(alpha: np.ndarray) -> tuple[float, float]:
+    ys, xs = np.nonzero(alpha > 127)
+    return float(ys.mean()), float(xs.mean())

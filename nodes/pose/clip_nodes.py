@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from ...core import host
+from ...core.frames import images_tensor
 from ...core.paths import confined
 from ..common import category, field
 from ..vc2.prompts import BACKGROUNDS
 from .blender_client import RIG_SUFFIXES
-from .comfy_nodes import _images, _motion_choices, _resolve_motion
+from .comfy_nodes import _motion_choices, _resolve_motion
 from .training_clips import (
     ENGINES,
     FACINGS,
@@ -154,7 +155,7 @@ class RenderTrainingClips:
         )
         rgb, alpha, _ = read_clip(clips[0].folder)
         folder = root.relative_to(host.input_dir().resolve()).as_posix()
-        return (folder, CAPTION_TEMPLATE, _images(rgb), _images(alpha), len(clips))
+        return (folder, CAPTION_TEMPLATE, images_tensor(rgb), images_tensor(alpha), len(clips))
 
 
 NODE_CLASS_MAPPINGS = {"GameAnimRenderTrainingClips": RenderTrainingClips}

@@ -54,8 +54,8 @@ def rendered_clip(
     shade: float = 1.0,
     view: str = "side_right",
     frames: int = 8,
-    width: int = 160,
-    height: int = 160,
+    width: int = 320,
+    height: int = 320,
     gif: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(frames uint8 [T,H,W,3], true alpha float32 [T,H,W])`` of a shaded character on ``key``."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 import bpy
 from mathutils import Matrix, Vector
@@ -34,6 +35,7 @@ VIEWS = {  # (forward, right) coefficients of the direction from the character t
 FACINGS = {"-Y": (0.0, -1.0, 0.0), "+Y": (0.0, 1.0, 0.0), "+X": (1.0, 0.0, 0.0), "-X": (-1.0, 0.0, 0.0)}
 ENGINES = {"workbench": "BLENDER_WORKBENCH", "eevee": "BLENDER_EEVEE", "cycles": "CYCLES"}
 FIT_SHARE = 0.5  # an action must animate at least this share of its bones' channels on the armature's bones
+_PREFIX = re.compile(r"^(?:.*:|mixamorig\d*_)")  # the namespaces the pack's skeleton mapping strips
 
 
 class ClipError(ValueError):
@@ -149,19 +151,96 @@ def armature_actions(arm) -> list:
     return sorted(fitting, key=lambda a: a.name)
 
 
+def bare_name(name: str) -> str:
+    """A bone name without its namespace, as the pack's skeleton mapping reads it (``mixamorig:Hips``,
+    ``mixamorig1_Hips`` → ``hips``)."""
+    return _PREFIX.sub("", name).lower()
+
+
 def import_action(path: str, arm):
-    """The action of an action-only FBX / BVH (bone names must match), with its imported objects removed."""
+    """The action of an action-only FBX / BVH, with its imported objects removed.
+
+    Same bone names: the action is used as it is.  Bone names equal up to a namespace (the skeleton
+    mapping's rule, e.g. a ``mixamorig:`` BVH on a rig named ``Hips``, ``Spine`` …): it is retargeted
+    onto ``arm`` by :func:`retarget`, which carries each bone's world rotation change from its rest pose,
+    so rigs whose bones have other rest orientations (roll) still take the motion.
+    """
     if not os.path.isfile(path):
         raise ClipError(f"{path}: action file not found.")
     before_objects = set(bpy.data.objects)
     before_actions = set(bpy.data.actions)
     _import(path)
     new_actions = [a for a in bpy.data.actions if a not in before_actions and action_bones(a)]
-    for obj in [o for o in bpy.data.objects if o not in before_objects]:
-        bpy.data.objects.remove(obj, do_unlink=True)
+    imported = [o for o in bpy.data.objects if o not in before_objects]
     if not new_actions:
         raise ClipError(f"{_name(path)} holds no bone animation; export the action with its armature.")
-    return max(new_actions, key=lambda a: len(action_bones(a)))
+    action = max(new_actions, key=lambda a: len(action_bones(a)))
+    bones, names = action_bones(action), {b.name for b in arm.data.bones}
+    source = next((o for o in imported if o.type == "ARMATURE" and o.animation_data and o.animation_data.action), None)
+    if len(bones & names) < FIT_SHARE * len(bones) and source is not None:
+        action = retarget(source, arm, action) or action
+    for obj in imported:
+        bpy.data.objects.remove(obj, do_unlink=True)
+    return action
+
+
+def retarget(source, arm, action):
+    """Bake ``source``'s motion onto ``arm`` for bones whose bare names match; None when too few match.
+
+    Per frame and bone (parents first), the source bone's world rotation change from rest is applied to
+    the target bone's rest orientation; the hips move by the source's travel scaled by the hip heights.
+    """
+    targets = {bare_name(b.name): b.name for b in arm.data.bones}
+    pairs = {targets[bare_name(b.name)]: b.name for b in source.data.bones if bare_name(b.name) in targets}
+    if len(pairs) < FIT_SHARE * len(source.data.bones):
+        return None
+    scene = bpy.context.scene
+    src_world = source.matrix_world.to_3x3().normalized()
+    tgt_world = arm.matrix_world.to_3x3().normalized()
+    root = _root_bone(arm).bone
+    root_src = source.data.bones.get(pairs.get(root.name, ""))
+    src_rest_hips = source.matrix_world @ root_src.head_local if root_src else None
+    tgt_rest_hips = arm.matrix_world @ root.head_local
+    ratio = tgt_rest_hips.z / src_rest_hips.z if root_src and abs(src_rest_hips.z) > 1e-6 else 1.0
+    baked = bpy.data.actions.new(f"{action.name} (retargeted to {arm.name})")
+    data = arm.animation_data or arm.animation_data_create()
+    for track in data.nla_tracks:
+        track.mute = True
+    data.action = baked
+    order, queue = [], [b for b in arm.data.bones if b.parent is None]
+    while queue:
+        bone = queue.pop(0)
+        order.append(bone)
+        queue.extend(bone.children)
+    for pb in arm.pose.bones:
+        pb.rotation_mode = "QUATERNION"
+    start, end = (int(round(v)) for v in action.frame_range)
+    for frame in range(start, end + 1):
+        scene.frame_set(frame)
+        posed = {}
+        for bone in order:
+            rest = bone.matrix_local
+            parent = bone.parent
+            base = posed[parent.name] @ parent.matrix_local.inverted() @ rest if parent else rest.copy()
+            rotation = base.to_3x3().normalized()
+            head = base.translation.copy()
+            src_name = pairs.get(bone.name)
+            if src_name is not None:
+                src_pose = src_world @ source.pose.bones[src_name].matrix.to_3x3().normalized()
+                src_rest = src_world @ source.data.bones[src_name].matrix_local.to_3x3().normalized()
+                delta = src_pose @ src_rest.inverted()
+                rotation = tgt_world.inverted() @ delta @ tgt_world @ rest.to_3x3().normalized()
+                if parent is None and root_src is not None:
+                    travel = (source.matrix_world @ source.pose.bones[src_name].head) - src_rest_hips
+                    head = arm.matrix_world.inverted() @ (tgt_rest_hips + travel * ratio)
+            target = Matrix.Translation(head) @ rotation.to_4x4()
+            posed[bone.name] = target
+            pb = arm.pose.bones[bone.name]
+            pb.matrix_basis = base.inverted() @ target
+            pb.keyframe_insert("rotation_quaternion", frame=frame)
+            if parent is None:
+                pb.keyframe_insert("location", frame=frame)
+    return baked
 
 
 def assign_action(arm, action, source: str) -> None:
