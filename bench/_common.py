@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))  # ``tests.support``: the material, tiny models and meters benches share with the tests
 
+from scripts._pack import import_pack  # noqa: E402 - the pack by path, as ComfyUI and the tests import it
 
-def import_pack() -> ModuleType:
-    """Import the pack by path as ``gameanim`` (as ComfyUI and the tests do)."""
-    if "gameanim" in sys.modules:
-        return sys.modules["gameanim"]
-    spec = importlib.util.spec_from_file_location(
-        "gameanim", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gameanim"] = module
-    spec.loader.exec_module(module)
-    return module
+__all__ = ["ROOT", "best_of", "import_pack", "interleaved_best"]
 
 
 def best_of(fn: Callable[[], object], repeats: int = 3) -> float:

@@ -8,7 +8,7 @@ walk in ``sample_data/sprite_frames/`` (see its ``LICENSE.txt``), the clip the s
 * ``dynamicrafter_input.png`` — what Animate Image gives the Run model: a picture as it comes (Kenney's female
   adventurer, read from the arcade wheel in ``.cache/test-assets``), and the 512x320 conditioning image the node
   makes of it (scaled and centre-cropped, never stretched);
-* ``animegamer_hud.png`` — the Game HUD node's overlay (stamina / social / entertainment and the turn's
+* ``animegamer_hud.png`` — the AnimeGamer HUD node's overlay (stamina / social / entertainment and the turn's
   instruction) on frames of the clip standing in for a decoded shot.
 """
 
@@ -121,7 +121,7 @@ def main() -> None:
     hud = draw_hud(
         shot[::2].contiguous(), {"stamina": 62, "social": 48, "entertainment": 71}, "quickly walking in the meadow"
     )
-    labelled([("Game HUD on a turn's frames", strip(list(hud.numpy())))], scale=1).save(
+    labelled([("AnimeGamer HUD on a turn's frames", strip(list(hud.numpy())))], scale=1).save(
         OUT / "animegamer_hud.png", optimize=True
     )
     for name in ("first_sheet_stages.png", "dynamicrafter_input.png", "animegamer_hud.png"):
