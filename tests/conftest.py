@@ -18,6 +18,11 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from _pack import import_pack  # noqa: E402 - needs the scripts folder on sys.path
 
 gameanim = import_pack()
+if not ROOT.name.isidentifier():
+    # pytest collects the clone's root as a package and imports its __init__.py; when the folder's name is no
+    # Python name (a clone in ``ci-main``) it imports that file as a top-level ``__init__``, where the pack's
+    # relative imports cannot resolve.  That module is the pack already imported here.
+    sys.modules.setdefault("__init__", gameanim)
 
 
 @pytest.fixture(scope="session")
