@@ -3,7 +3,8 @@
 The layout follows the format's specification (``iqm.txt`` / ``iqm.h`` of the IQM SDK): a header of offsets,
 a string table, meshes, vertex arrays (position, texcoord, normal, blend indexes, blend weights, …),
 triangles, joints (name, parent, translate, rotate quaternion x y z w, scale), poses (per joint: a 10-channel
-mask with offsets and scales), animations and frames (one ``uint16`` per masked channel per pose).
+mask with offsets and scales), animations, frames (one ``uint16`` per masked channel per pose) and the
+bounds the exporter computed for each animated frame.
 
 Two users: ``.ci/iqm_to_glb.py`` builds a Blender character from what :func:`read_iqm` returns, and the tests
 compare the converted character's deformed vertices with :func:`skin`, which re-implements the demo's
@@ -61,6 +62,7 @@ class Iqm:
     pose_parents: np.ndarray  # (num_poses,)
     frames: np.ndarray  # (num_frames, num_poses, 10): the same channels per animation frame
     anims: list[Anim]
+    bounds: np.ndarray  # (num_frames, 8): the exporter's bbmin xyz, bbmax xyz, xy radius, radius of each frame
 
     @property
     def weights(self) -> np.ndarray:
@@ -109,6 +111,9 @@ def read_iqm(path: str | Path) -> Iqm:
     for i in range(header["num_anims"]):
         name, first, num, rate, flags = struct.unpack_from("<3IfI", data, header["ofs_anims"] + 20 * i)
         anims.append(Anim(string(name), first, num, rate, bool(flags & 1)))
+    bounds = np.zeros((header["num_frames"] if header["ofs_bounds"] else 0, 8))
+    if header["ofs_bounds"]:
+        bounds = np.frombuffer(data, "<f4", 8 * header["num_frames"], header["ofs_bounds"]).reshape(-1, 8)
     return Iqm(
         meshes=meshes,
         arrays=arrays,
@@ -119,6 +124,7 @@ def read_iqm(path: str | Path) -> Iqm:
         pose_parents=poses["parent"].copy(),
         frames=frames,
         anims=anims,
+        bounds=bounds.astype(np.float64),
     )
 
 
