@@ -3,7 +3,8 @@
     GAMEANIM_BLENDER=... python scripts/training_clip_pictures.py [--assets .cache/test-assets]
 
 Renders assimp's test characters (see tests/support/rig_assets.py) with Workbench: the bull's run from the side on
-grey, the human's jump from the front-right on white; each clip's frames above its alpha.
+grey (4 of 16 frames), the textured Mr. Fixit's idle from the front-right on white (8 of 16 frames, narrower);
+each clip's frames above its alpha.
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ def main() -> int:
     from PIL import Image
 
     rows = []
-    jobs = [
-        ("Testwuson.glb", "Wuson_Run", "running", "side_right", "grey"),
-        ("BCN_Epileptic.glb", "Epileptisch", "jumping", "front_right", "white"),
+    jobs = [  # file, action, words, view, key, facing, frame width, frames shown (each row 1024 px wide)
+        ("Testwuson.glb", "Wuson_Run", "running", "side_right", "grey", "-Y", 256, range(0, 16, 4)),
+        ("mrfixit.glb", "idle", "standing", "front_right", "white", "+X", 128, range(0, 16, 2)),
     ]
-    for file, action, words, view, key in jobs:
+    for file, action, words, view, key, facing, width, picked in jobs:
         with tempfile.TemporaryDirectory() as out:
-            settings = ClipSettings(frames=16, width=256, height=160)
+            settings = ClipSettings(frames=16, width=width, height=160, facing=facing)
             (clip,) = render_training_clips(
                 args.assets / file,
                 out,
@@ -43,7 +44,6 @@ def main() -> int:
                 settings=settings,
             )
             frames, alpha, _ = read_clip(clip.folder)
-        picked = range(0, 16, 4)
         rows.append(np.concatenate([frames[i] for i in picked], axis=1))
         rows.append(np.concatenate([np.repeat(alpha[i][..., None], 3, axis=2) for i in picked], axis=1))
     Image.fromarray(np.concatenate(rows, axis=0)).save(args.out, optimize=True)

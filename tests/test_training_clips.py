@@ -1,7 +1,8 @@
 """Training clips rendered from real rigged characters through the Blender worker, and their dataset layout.
 
 The Blender tests need ``GAMEANIM_BLENDER`` (a Blender or a bpy==5.0.1 venv python) and the assimp test
-characters (``tests/support/rig_assets.py``); they render tiny Workbench clips so they stay fast.
+characters, untextured and textured (``tests/support/rig_assets.py``); they render tiny Workbench clips so they
+stay fast.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from gameanim.nodes.pose.training_clips import (
 )
 from gameanim.nodes.vc2.prompts import build_sprite_prompt
 from gameanim.trainers.datasets import _REPEAT_DIR, load_clips
-from support.rig_assets import assimp_models, require_character
+from support.rig_assets import FACING, assimp_models, require_character
 
 BLENDER = os.environ.get(ENV_VAR, "")
 needs_blender = pytest.mark.skipif(not BLENDER, reason=f"{ENV_VAR} is not set (Blender or a bpy==5.0.1 venv python)")
@@ -171,6 +172,29 @@ def test_second_character_and_every_file_action(tmp_path):
     assert clips[0].caption == "Game character epileptisch animation of man, side view, solid color background"
     _, alpha, _ = read_clip(clips[0].folder)
     assert (alpha > 127).mean() > 0.02
+
+
+@needs_blender
+def test_textured_character_renders_with_its_texture_colours(tmp_path):
+    """assimp's IQM Mr. Fixit (olive-green skin, dark armour; ``.ci/iqm_to_glb.py``) renders in Workbench with its
+    packed textures: an eighth of the body shows the skin's olive (red and green well above blue), which a
+    flat material grey (the untextured characters) never shows, and the alpha holds the whole figure."""
+    character = require_character("mrfixit")
+    settings = ClipSettings(frames=2, width=96, height=96, facing=FACING["mrfixit"])
+    spec = [ActionSpec(name="idle", words="standing")]
+    (clip,) = render_training_clips(character, tmp_path, "green ogre", spec, ["front"], ["white"], settings=settings)
+    frames, alpha, params = read_clip(clip.folder)
+    assert params["textures"] == ["Body", "Head"] and params["light"]["workbench"]["color_type"] == "TEXTURE"
+    assert clip.caption == "Game character standing animation of green ogre, front view, solid color background"
+    body = frames[alpha == 255].astype(int)
+    olive = (np.minimum(body[:, 0], body[:, 1]) > body[:, 2] + 15).mean()
+    assert 0.05 < olive < 0.5, olive
+    assert body.mean() < 100  # dark armour and skin, far from the white key
+    coverage = (alpha > 127).mean(axis=(1, 2))
+    assert (coverage > 0.1).all() and (coverage < 0.5).all(), coverage
+    border = np.concatenate([alpha[:, 0], alpha[:, -1], alpha[:, :, 0], alpha[:, :, -1]], axis=1)
+    assert border.max() == 0 and (frames[alpha == 0] == 255).all()
+    assert ((alpha > 0) & (alpha < 255)).any()  # antialiased edges: a true coverage, not a threshold
 
 
 @needs_blender

@@ -1,9 +1,10 @@
 """3-D-rendered sprite material with its true alpha: real rigged characters rendered by Render Training Clips.
 
-Shaded characters (Blender Workbench) of assimp's test models (see :mod:`support.rig_assets`) on a solid
-key: grey on grey, white on white, or darkened on black (``shade`` scales the straight colour before the
-key is composited from the true alpha), optionally GIF-dithered as the frames arrive from a GIF.  Renders
-are cached per process; they need ``GAMEANIM_BLENDER``.
+Shaded characters (Blender Workbench) of assimp's test models (see :mod:`support.rig_assets`; ``mrfixit``
+shows its textures, the others a flat material grey) on a solid key: grey on grey, white on white, or
+darkened on black (``shade`` scales the straight colour before the key is composited from the true alpha),
+optionally GIF-dithered as the frames arrive from a GIF.  Renders are cached per process; they need
+``GAMEANIM_BLENDER``.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from .rig_assets import require_character
+from .rig_assets import FACING, require_character
 
 ENV_VAR = "GAMEANIM_BLENDER"
-ACTIONS = {"Testwuson": "Wuson_Run", "BCN_Epileptic": "Epileptisch"}
+ACTIONS = {"Testwuson": "Wuson_Run", "BCN_Epileptic": "Epileptisch", "mrfixit": "idle"}
 
 
 def require_blender() -> None:
@@ -37,7 +38,7 @@ def _rgba(character: str, view: str, frames: int, width: int, height: int) -> np
 
     require_blender()
     path = require_character(character)
-    settings = ClipSettings(frames=frames, width=width, height=height)
+    settings = ClipSettings(frames=frames, width=width, height=height, facing=FACING.get(character, "-Y"))
     with tempfile.TemporaryDirectory() as out:
         spec = [ActionSpec(ACTIONS[character], None, "moving")]
         (clip,) = render_training_clips(path, out, "character", spec, [view], ["black"], settings=settings)
