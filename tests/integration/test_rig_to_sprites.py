@@ -1,7 +1,7 @@
 """The rig → Wan 2.1 VACE → sprite sheet workflow in a real ComfyUI, on a tiny VACE DiT.
 
-Its own server (not the shared one) because it loads a test-only custom node: the UMT5-XXL stand-in
-(see :mod:`.wan_models`).  The DiT is a tiny Wan 2.1 VACE in the released key layout that core
+Its own server (``rig_server`` in conftest, not the shared one) because it loads a test-only custom node:
+the UMT5-XXL stand-in (see :mod:`.wan_models`).  The DiT is a tiny Wan 2.1 VACE in the released key layout that core
 ``UNETLoader`` detects; the VAE is ComfyUI's full-size Wan 2.1 VAE with random weights; the shipped
 graph runs unchanged except for the stand-in, smaller sizes and fewer steps.
 """
@@ -9,13 +9,10 @@ graph runs unchanged except for the stand-in, smaller sizes and fewer steps.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-import pytest
-
-from .comfy_server import ComfyServer, describe_failure
-from .wan_models import STANDIN_DIR, STANDIN_NODE, write_rig_to_sprites_models
+from .comfy_server import describe_failure
+from .wan_models import STANDIN_NODE
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / "workflows" / "api" / "rig_to_sprites_wan.json"
@@ -28,21 +25,6 @@ REDUCTIONS = {
     "15": {"steps": 2},
     "19": {"if_not_solid": "keep opaque"},
 }
-
-
-@pytest.fixture(scope="module")
-def rig_server(tmp_path_factory):
-    base = tmp_path_factory.mktemp("comfy_rig_base")
-    comfy_dir, comfy_python = Path(os.environ["COMFYUI_DIR"]), os.environ["COMFYUI_PYTHON"]
-    write_rig_to_sprites_models(base / "models", comfy_dir, comfy_python)
-    (base / "custom_nodes").mkdir(parents=True, exist_ok=True)
-    (base / "custom_nodes" / "gameanim_test_standin_umt5").symlink_to(STANDIN_DIR, target_is_directory=True)
-    srv = ComfyServer(comfy_dir, comfy_python, ROOT, base)
-    try:
-        srv.start()
-        yield srv
-    finally:
-        srv.stop()
 
 
 def _workflow() -> dict:
