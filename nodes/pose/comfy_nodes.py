@@ -231,7 +231,7 @@ class PoseCamera:
 
 class DirectionSet:
     DESCRIPTION = (
-        "Renders one motion (or up to four actions) from 4, 8 or listed directions in one queue: outputs a list "
+        "One motion (or up to four, one per action) seen from 4, 8 or listed directions in one queue: outputs lists "
         "with one motion, camera, animation name and prompt per (action, direction), so every node downstream "
         "(Fit to Wan, Render Pose, Wan VACE, the sprite stages) runs once per clip and Save Sprite Sheet puts "
         "them on one sheet, one animation each. Names are <action>_<compass point the character faces on "
