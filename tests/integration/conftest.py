@@ -56,12 +56,7 @@ def server(tmp_path_factory):
     base = tmp_path_factory.mktemp("comfy_base")
     for setup in WORKFLOW_MODELS.values():
         setup(base / "models", base / "input")
-    srv = ComfyServer(Path(COMFYUI_DIR), COMFYUI_PYTHON, ROOT, base)
-    try:
-        srv.start()
-        yield srv
-    finally:
-        srv.stop()
+    yield from _serve(base)
 
 
 @pytest.fixture(scope="session")
@@ -71,6 +66,11 @@ def rig_server(tmp_path_factory):
     write_rig_to_sprites_models(base / "models", Path(COMFYUI_DIR), COMFYUI_PYTHON)
     (base / "custom_nodes").mkdir(parents=True, exist_ok=True)
     (base / "custom_nodes" / "gameanim_test_standin_umt5").symlink_to(STANDIN_DIR, target_is_directory=True)
+    yield from _serve(base)
+
+
+def _serve(base: Path):
+    """A started :class:`ComfyServer` on the base folder ``base``, stopped whatever happens."""
     srv = ComfyServer(Path(COMFYUI_DIR), COMFYUI_PYTHON, ROOT, base)
     try:
         srv.start()
