@@ -6,9 +6,13 @@ stays fixed in the world while the character moves or turns (a 180° turn shows 
 ``follow_root`` moves it with the root's ground-plane motion (side-scroller style: the character
 stays centred while running, vertical bobbing and jumps remain visible).
 
-``side_right`` puts the camera on the character's right, so the character faces screen-right;
-``three_quarter`` sits between ``front`` and ``side_right``; ``top`` looks down with the
-character's front towards the top of the image.
+Every view is an *azimuth* and an *elevation* around the rig: the azimuth is how far the camera
+has moved from the character's front towards its right side (0 ``front``, 45 ``three_quarter``,
+90 ``side_right`` where the character faces screen-right, 180 ``back``, 270 ``side_left``), the
+elevation how far it is raised above the ground plane, looking down (0 level, 90 straight down).
+``top`` is azimuth 180 at elevation 90: the character's front towards the top of the image.  The
+screen's right axis stays horizontal at every elevation, so a raised camera (30° draws 2:1
+pixel-art isometric ground, 35.26° true isometric) never rolls the picture.
 
 Auto-fit maps the bounding box of every drawn point over the whole motion (in the image plane,
 after perspective division) into the canvas with a margin, with one uniform scale for all frames,
@@ -25,6 +29,8 @@ from ...core.errors import InputError
 from .skeleton import Pose3D
 
 PRESETS = ("front", "back", "side_left", "side_right", "three_quarter", "top")
+ORBIT = "azimuth"  # the view whose azimuth is given in degrees
+VIEWS = (*PRESETS, ORBIT)
 PROJECTIONS = ("orthographic", "perspective")
 
 
@@ -74,26 +80,60 @@ def _plane(cam: np.ndarray, perspective: bool) -> tuple[np.ndarray, np.ndarray]:
     return cam[..., :2] / depth[..., None], depth
 
 
-def preset_basis(preset: str, forward: np.ndarray, up: np.ndarray) -> np.ndarray:
-    """Rows (right, up, view) of the camera for ``preset`` around a rig facing ``forward``."""
-    if preset not in PRESETS:
-        raise InputError(f"Unknown camera preset {preset!r}; choose one of {', '.join(PRESETS)}.")
-    left = np.cross(up, forward)  # Y-up, facing +Z → left is +X
-    to_camera = {
-        "front": forward,
-        "back": -forward,
-        "side_left": left,
-        "side_right": -left,
-        "three_quarter": (forward - left) / np.sqrt(2.0),
-    }
-    if preset == "top":
-        view, screen_up = -up, forward
-    else:
-        view, screen_up = -to_camera[preset], up
-    right = np.cross(view, screen_up)
+PRESET_ANGLES = {  # (azimuth, elevation) in degrees
+    "front": (0.0, 0.0),
+    "back": (180.0, 0.0),
+    "side_left": (270.0, 0.0),
+    "side_right": (90.0, 0.0),
+    "three_quarter": (45.0, 0.0),
+    "top": (180.0, 90.0),
+}
+
+
+def orbit_basis(azimuth: float, elevation: float, forward: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """Rows (right, up, view) of a camera at ``azimuth`` / ``elevation`` degrees around a rig facing ``forward``.
+
+    The camera sits in the direction ``cos(el) * h + sin(el) * up`` from the character, where ``h``
+    turns from ``forward`` towards the character's right by ``azimuth``; screen right is
+    ``up x h``, horizontal whatever the elevation (so even straight down is well defined).
+    """
+    if not -90.0 <= elevation <= 90.0:
+        raise InputError(f"elevation must be in [-90, 90] degrees, got {elevation}.")
+    az, el = np.radians(azimuth), np.radians(elevation)
+    char_right = np.cross(forward, up)  # Y-up, facing +Z → right is -X
+    h = np.cos(az) * forward + np.sin(az) * char_right
+    to_camera = np.cos(el) * h + np.sin(el) * up
+    right = np.cross(up, h)
     right /= np.linalg.norm(right)
-    true_up = np.cross(right, view)
-    return np.stack([right, true_up, view])
+    view = -to_camera / np.linalg.norm(to_camera)
+    return np.stack([right, np.cross(right, view), view])
+
+
+def view_angles(preset: str, azimuth: float = 0.0, elevation: float = 0.0) -> tuple[float, float]:
+    """(azimuth, elevation) of a view.
+
+    ``preset`` ``azimuth`` takes ``azimuth``; the other presets bring their own.  ``elevation``
+    raises any view but ``top``, which is always straight down.
+    """
+    if preset == ORBIT:
+        return float(azimuth), float(elevation)
+    if preset not in PRESET_ANGLES:
+        raise InputError(f"Unknown camera preset {preset!r}; choose one of {', '.join(VIEWS)}.")
+    preset_azimuth, preset_elevation = PRESET_ANGLES[preset]
+    return preset_azimuth, preset_elevation if preset == "top" else float(elevation)
+
+
+def _plane_box(camera: Camera, pose: Pose3D) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper corners of every fit point over the motion in the image plane (before scaling)."""
+    plane, _ = _plane(camera.to_camera(fit_points(pose)), camera.perspective)
+    flat = plane.reshape(-1, 2)
+    return flat.min(axis=0), flat.max(axis=0)
+
+
+def plane_extent(camera: Camera, pose: Pose3D) -> tuple[float, float]:
+    """Width and height the motion spans in ``camera``'s image plane before scaling (the fit's unit)."""
+    lo, hi = _plane_box(camera, pose)
+    return float(hi[0] - lo[0]), float(hi[1] - lo[1])
 
 
 def fit_points(pose: Pose3D) -> np.ndarray:
@@ -125,8 +165,16 @@ def make_camera(
     distance: float | None = None,
     target: np.ndarray | None = None,
     scale: float | None = None,
+    azimuth: float = 0.0,
+    elevation: float = 0.0,
+    fit_extent: tuple[float, float] | None = None,
 ) -> Camera:
     """Build a camera for ``pose``; auto-fits unless both ``target`` and ``scale`` are given.
+
+    The view is ``preset`` (``azimuth`` in degrees when the preset is ``"azimuth"``) raised by
+    ``elevation`` degrees (see :func:`view_angles`).  ``fit_extent`` (image-plane width and height,
+    before scaling) makes the fit frame at least that extent, so cameras that share it draw the
+    character at one size: a direction set passes the largest extent of all its views.
 
     ``distance`` (perspective) defaults to the distance at which the motion's size fills
     ``fov_degrees`` (a wider angle puts the camera closer: stronger perspective; the fit then
@@ -139,7 +187,7 @@ def make_camera(
         raise InputError(f"Canvas {width}x{height} is too small; use at least 8x8 pixels.")
     if not 0.0 <= margin < 0.5:
         raise InputError(f"margin must be in [0, 0.5), got {margin}")
-    basis = preset_basis(preset, pose.forward, pose.up)
+    basis = orbit_basis(*view_angles(preset, azimuth, elevation), pose.forward, pose.up)
     shift = follow_offsets(pose, follow_root)
     pts = fit_points(pose) - shift[:, None, :]
     flat = pts.reshape(-1, 3)
@@ -164,9 +212,10 @@ def make_camera(
     if scale is not None and target is not None:
         camera.scale = float(scale)
         return camera
-    plane, _ = _plane(camera.to_camera(fit_points(pose)), perspective)
-    p_lo, p_hi = plane.reshape(-1, 2).min(axis=0), plane.reshape(-1, 2).max(axis=0)
+    p_lo, p_hi = _plane_box(camera, pose)
     extent = np.maximum(p_hi - p_lo, 1e-9)
+    if fit_extent is not None:
+        extent = np.maximum(extent, np.asarray(fit_extent, dtype=np.float64))
     usable = np.array([width, height]) * (1.0 - 2.0 * margin)
     camera.scale = float(min(usable / extent)) if scale is None else float(scale)
     mid = (p_lo + p_hi) / 2.0

@@ -14,8 +14,9 @@ from ...core.paths import confined
 from ...core.preview import animation_preview
 from ..common import category, field, mask_is_input, next_free_name
 from .blender_client import RIG_SUFFIXES, motion_from_rig, render_rig_maps
-from .camera import PRESETS, PROJECTIONS
+from .camera import ORBIT, PROJECTIONS, VIEWS
 from .conditions import SAMPLE_DIR, CameraSettings, render_pose
+from .directions import DIRECTION_CHOICES, action_names, direction_set, parse_directions
 from .joint_tracks import load_motion
 from .skeleton import BUILTIN_MAPPINGS, Pose3D, load_mapping, pose3d_from_motion
 from .wan_fit import LENGTH_RULES, WAN_FPS, WAN_MAX_FRAMES, fit_camera, reference_on_canvas, resample_pose
@@ -146,7 +147,8 @@ class PoseCamera:
     DESCRIPTION = (
         "Camera for rendering rig motion: a preset around the character's own facing (side_right = the character "
         "faces screen-right), orthographic or perspective, auto-fitted to the whole motion with one scale so the "
-        "size stays stable. Root follow keeps a running character centred."
+        "size stays stable. Root follow keeps a running character centred. Any azimuth around the character and "
+        "an elevation (30 = 2:1 pixel-art isometric, 35.26 = true isometric) for top-down and isometric games."
     )
     CATEGORY = category("Pose")
     RETURN_TYPES = (POSE_CAMERA,)
@@ -159,7 +161,9 @@ class PoseCamera:
         return {
             "required": {
                 "preset": field(
-                    list(PRESETS), "Where the camera stands relative to the character's facing.", default="side_right"
+                    list(VIEWS),
+                    "Where the camera stands relative to the character's facing; azimuth = the azimuth input.",
+                    default="side_right",
                 ),
                 "projection": field(
                     list(PROJECTIONS), "Orthographic (sprite-like, no size change with depth) or perspective."
@@ -185,7 +189,27 @@ class PoseCamera:
                     max=120.0,
                     step=1.0,
                 ),
-            }
+            },
+            "optional": {
+                "azimuth": field(
+                    "FLOAT",
+                    "preset azimuth only: degrees the camera moves from the character's front towards its right "
+                    "(0 front, 45 three_quarter, 90 side_right, 180 back, 270 side_left).",
+                    default=0.0,
+                    min=0.0,
+                    max=360.0,
+                    step=1.0,
+                ),
+                "elevation": field(
+                    "FLOAT",
+                    "Degrees the camera is raised, looking down (not for top): 0 level, 30 = 2:1 pixel-art "
+                    "isometric (tile edges at 26.57 deg), 35.26 = true isometric (edges at 30 deg), 90 straight down.",
+                    default=0.0,
+                    min=0.0,
+                    max=90.0,
+                    step=0.01,
+                ),
+            },
         }
 
     def build(
@@ -197,8 +221,96 @@ class PoseCamera:
         margin: float,
         follow_root: bool,
         fov_degrees: float,
+        azimuth: float = 0.0,
+        elevation: float = 0.0,
     ) -> tuple[CameraSettings]:
-        return (CameraSettings(preset, projection, width, height, margin, follow_root, fov_degrees),)
+        return (
+            CameraSettings(preset, projection, width, height, margin, follow_root, fov_degrees, azimuth, elevation),
+        )
+
+
+class DirectionSet:
+    DESCRIPTION = (
+        "One motion (or up to four, one per action) seen from 4, 8 or listed directions in one queue: outputs lists "
+        "with one motion, camera, animation name and prompt per (action, direction), so every node downstream "
+        "(Fit to Wan, Render Pose, Wan VACE, the sprite stages) runs once per clip and Save Sprite Sheet puts "
+        "them on one sheet, one animation each. Names are <action>_<compass point the character faces on "
+        "screen>: run_e, run_se, run_s, ... (clockwise from east, the screen-angle order of Godot and Phaser). "
+        "All clips share one scale, so the character keeps its size."
+    )
+    CATEGORY = category("Pose")
+    RETURN_TYPES = (POSE3D, POSE_CAMERA, "STRING", "STRING")
+    RETURN_NAMES = ("pose3d", "camera", "animation", "prompt")
+    OUTPUT_IS_LIST = (True, True, True, True)
+    OUTPUT_TOOLTIPS = (
+        "The motion of each clip (a list: nodes downstream run once per clip).",
+        "The camera of each clip: the direction's azimuth, the input camera's elevation, one shared scale.",
+        "Animation name of each clip (<action>_<direction>), for Save Sprite Sheet's animation input.",
+        "The prompt with {view}, {direction} and {action} filled in per clip, for the text encoder.",
+    )
+    FUNCTION = "expand"
+
+    @classmethod
+    def INPUT_TYPES(cls) -> dict[str, Any]:
+        return {
+            "required": {
+                "pose3d": POSE3D_INPUT,
+                "camera": field(
+                    POSE_CAMERA,
+                    "Camera from Pose Camera: projection, size, margin, root follow and elevation are used; "
+                    "the azimuth comes from each direction.",
+                ),
+                "actions": field(
+                    "STRING",
+                    "Animation name of each connected motion, comma-separated in input order (pose3d, pose3d_2, ...).",
+                    default="run",
+                ),
+                "directions": field(
+                    list(DIRECTION_CHOICES),
+                    "8: e, se, s, sw, w, nw, n, ne; 4: e, s, w, n; list: the direction_list input.",
+                ),
+            },
+            "optional": {
+                "direction_list": field(
+                    "STRING",
+                    "For directions = list: compass points (s, e, n, w) or name=azimuth pairs (back=180), in sheet order.",
+                    default="s, e, n, w",
+                ),
+                "prompt": field(
+                    "STRING",
+                    "Prompt template; {view} becomes e.g. 'back view' or 'side view facing left', {direction} the "
+                    "compass name, {action} the action name.",
+                    default="",
+                    multiline=True,
+                ),
+                **{
+                    f"pose3d_{i}": field(POSE3D, f"Motion of action {i} (optional; named by the {i}th action name).")
+                    for i in range(2, 5)
+                },
+            },
+        }
+
+    def expand(
+        self,
+        pose3d: Pose3D,
+        camera: CameraSettings,
+        actions: str,
+        directions: str,
+        direction_list: str = "s, e, n, w",
+        prompt: str = "",
+        pose3d_2: Pose3D | None = None,
+        pose3d_3: Pose3D | None = None,
+        pose3d_4: Pose3D | None = None,
+    ) -> tuple[list, list, list, list]:
+        poses = [p for p in (pose3d, pose3d_2, pose3d_3, pose3d_4) if p is not None]
+        motions = list(zip(action_names(actions, len(poses)), poses, strict=True))
+        clips = direction_set(motions, camera, parse_directions(directions, direction_list))
+        return (
+            [c.pose for c in clips],
+            [c.camera for c in clips],
+            [c.name for c in clips],
+            [c.prompt(prompt) for c in clips],
+        )
 
 
 class RenderPose:
@@ -236,7 +348,10 @@ class RenderPose:
         progress = host.progress(pose3d.frame_count)
         result = render_pose(pose3d, camera, stick_width, depth_shading, progress=progress, as_float=True)
         images = images_tensor(result.pose_maps)
-        caption = f"{camera.preset} · {camera.projection}"
+        view = f"azimuth {camera.azimuth:g}°" if camera.preset == ORBIT else camera.preset
+        if camera.elevation and camera.preset != "top":
+            view += f" · elevation {camera.elevation:g}°"
+        caption = f"{view} · {camera.projection}"
         return {"ui": animation_preview(images, pose3d.fps, caption=caption), "result": (images, result.keypoints)}
 
 
@@ -462,6 +577,7 @@ class WanReferenceImage:
 NODE_CLASS_MAPPINGS = {
     "GameAnimLoadMotion": LoadMotion,
     "GameAnimPoseCamera": PoseCamera,
+    "GameAnimDirectionSet": DirectionSet,
     "GameAnimRenderPose": RenderPose,
     "GameAnimRenderPoseDepthNormal": RenderPoseDepthNormal,
     "GameAnimRenderRigMesh": RenderRigMesh,
@@ -472,6 +588,7 @@ NODE_CLASS_MAPPINGS = {
 NODE_DISPLAY_NAME_MAPPINGS = {
     "GameAnimLoadMotion": "GameAnim Load Motion (BVH / JSON / Blender rig)",
     "GameAnimPoseCamera": "GameAnim Pose Camera",
+    "GameAnimDirectionSet": "GameAnim Direction Set (4 / 8 directions)",
     "GameAnimRenderPose": "GameAnim Render Pose (OpenPose)",
     "GameAnimRenderPoseDepthNormal": "GameAnim Render Pose Depth / Normal",
     "GameAnimRenderRigMesh": "GameAnim Render Rig Mesh Depth / Normal (Blender)",

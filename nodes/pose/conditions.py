@@ -33,10 +33,23 @@ class CameraSettings:
     margin: float = 0.08
     follow_root: bool = False
     fov_degrees: float = 30.0
+    azimuth: float = 0.0
+    elevation: float = 0.0
+    fit_extent: tuple[float, float] | None = None
 
     def fit(self, pose: Pose3D) -> Camera:
         return make_camera(
-            pose, self.preset, self.projection, self.width, self.height, self.margin, self.follow_root, self.fov_degrees
+            pose,
+            self.preset,
+            self.projection,
+            self.width,
+            self.height,
+            self.margin,
+            self.follow_root,
+            self.fov_degrees,
+            azimuth=self.azimuth,
+            elevation=self.elevation,
+            fit_extent=self.fit_extent,
         )
 
 

@@ -3,6 +3,7 @@
 Fixtures for every integration test file (issue-specific files only need to use them):
 
 * ``server``: a :class:`ComfyServer` with this pack linked in and the tiny models of ``workflow_models``.
+* ``rig_server``: one with the tiny Wan 2.1 VACE models and the UMT5 stand-in (the Wan workflows).
 * ``browser``: a playwright Chromium (Debian's ``chromium`` or ``$GAMEANIM_CHROMIUM``; no browser download).
 * ``frontend``: a page on ``server`` with the real ComfyUI frontend loaded (``window.app`` ready).
 
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from .comfy_server import ComfyServer
+from .wan_models import STANDIN_DIR, write_rig_to_sprites_models
 from .workflow_models import WORKFLOW_MODELS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,6 +56,21 @@ def server(tmp_path_factory):
     base = tmp_path_factory.mktemp("comfy_base")
     for setup in WORKFLOW_MODELS.values():
         setup(base / "models", base / "input")
+    yield from _serve(base)
+
+
+@pytest.fixture(scope="session")
+def rig_server(tmp_path_factory):
+    """A server of its own for the Wan workflows: tiny Wan 2.1 VACE models and the test-only UMT5 stand-in node."""
+    base = tmp_path_factory.mktemp("comfy_rig_base")
+    write_rig_to_sprites_models(base / "models", Path(COMFYUI_DIR), COMFYUI_PYTHON)
+    (base / "custom_nodes").mkdir(parents=True, exist_ok=True)
+    (base / "custom_nodes" / "gameanim_test_standin_umt5").symlink_to(STANDIN_DIR, target_is_directory=True)
+    yield from _serve(base)
+
+
+def _serve(base: Path):
+    """A started :class:`ComfyServer` on the base folder ``base``, stopped whatever happens."""
     srv = ComfyServer(Path(COMFYUI_DIR), COMFYUI_PYTHON, ROOT, base)
     try:
         srv.start()

@@ -120,3 +120,16 @@ def write_rig_to_sprites_models(models_dir: Path, comfy_dir: Path, comfy_python:
     vae = models_dir / "vae" / VAE_NAME
     vae.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([comfy_python, "-c", _VAE_SCRIPT, str(vae)], cwd=comfy_dir, check=True, timeout=600)
+
+
+def assert_only_the_text_encoder_is_missing(response, prompt: dict) -> None:
+    """An unchanged Wan workflow is valid in real ComfyUI; only the UMT5 file nobody placed is reported."""
+    import json
+
+    assert response.status_code == 400
+    errors = response.json()["node_errors"]
+    (loader,) = [nid for nid, node in prompt.items() if node["class_type"] == "CLIPLoader"]
+    assert set(errors) == {loader}, json.dumps(errors, indent=1)
+    reasons = errors[loader]["errors"]
+    assert [(e["type"], e["extra_info"]["input_name"]) for e in reasons] == [("value_not_in_list", "clip_name")]
+    assert prompt[loader]["inputs"]["clip_name"] == TEXT_ENCODER_NAME

@@ -130,6 +130,7 @@ WORKFLOW_MODELS: dict[str, Callable[[Path, Path], None]] = {
 # Workflows the generic tests leave to a test file of their own, with the reason (never a skip: CI requires none).
 OWN_TEST_WORKFLOWS: dict[str, str] = {
     "rig_to_sprites_wan": "UMT5-XXL cannot be made tiny; test_rig_to_sprites.py runs this workflow with a stand-in",
+    "rig_to_direction_set": "UMT5-XXL cannot be made tiny; test_direction_set.py runs this workflow with a stand-in",
 }
 
 # Workflows whose product is a model file (under models/), not an output file: the file each must write.
