@@ -14,6 +14,7 @@ maps frame ``i`` to frame ``i+1``.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ import numpy as np
 
 from ...core.errors import InputError, ModelFileError
 from ...core.progress import ProgressFn, no_progress
+from ...core.threads import run_chunks
 from ...core.weights import read_state_dict
 from .frames import clip_array, grey_uint8
 
@@ -52,18 +54,30 @@ def resolve_method(method: str) -> str:
     return name
 
 
-def _opencv_pairs(grey: list[np.ndarray], method: str, progress: ProgressFn, batch: int) -> np.ndarray:
-    pairs = len(grey) - 1
-    height, width = grey[0].shape
+def _opencv_pairs(clip: np.ndarray, method: str, progress: ProgressFn, batch: int) -> np.ndarray:
+    """Flow of every pair, ``batch`` pairs per thread task; each thread keeps one DIS object.
+
+    A frame's grey image is made once per task and shared by the two pairs it belongs to.  DIS
+    gives the same flow whatever the number of OpenCV threads (its patch search uses fixed
+    stripes), so running pairs side by side changes nothing but the speed.
+    """
+    pairs = clip.shape[0] - 1
+    height, width = clip.shape[1:3]
     out = np.empty((pairs, height, width, 2), np.float32)
-    dis = cv2.DISOpticalFlow_create(DIS_PRESETS[method[4:]]) if method.startswith("dis_") else None
-    for i in range(pairs):
-        if dis is not None:
-            out[i] = dis.calc(grey[i], grey[i + 1], None)
+    local = threading.local()
+
+    def work(start: int, stop: int) -> None:
+        grey = grey_uint8(clip[start : stop + 1])
+        if method.startswith("dis_"):
+            if not hasattr(local, "dis"):
+                local.dis = cv2.DISOpticalFlow_create(DIS_PRESETS[method[4:]])
+            for i in range(start, stop):
+                out[i] = local.dis.calc(grey[i - start], grey[i - start + 1], None)
         else:
-            out[i] = cv2.calcOpticalFlowFarneback(grey[i], grey[i + 1], None, *FARNEBACK_ARGS)
-        if (i + 1) % batch == 0 or i + 1 == pairs:
-            progress(i + 1, pairs)
+            for i in range(start, stop):
+                out[i] = cv2.calcOpticalFlowFarneback(grey[i - start], grey[i - start + 1], None, *FARNEBACK_ARGS)
+
+    run_chunks(work, pairs, batch, progress)
     return out
 
 
@@ -203,7 +217,7 @@ def estimate_flow(
             raise InputError(f"{name} needs a loaded RAFT model; load it with load_raft() or pick a DIS method.")
         flow = _raft_pairs(clip, raft_model, opts.device, opts.batch_size, opts.raft_updates, report)
     else:
-        flow = _opencv_pairs(grey_uint8(clip), name, report, opts.batch_size)
+        flow = _opencv_pairs(clip, name, report, opts.batch_size)
     return torch.from_numpy(flow)
 
 

@@ -6,6 +6,7 @@ a mask of another size) into an :class:`InputError` that says what was found and
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,11 +43,25 @@ def clip_array(frames: Any, min_frames: int = 2) -> np.ndarray:
         )
     if array.shape[1] < 8 or array.shape[2] < 8:
         raise InputError(f"Frames of {array.shape[1]}x{array.shape[2]} px are too small for optical flow (min 8x8).")
-    if not np.isfinite(array).all():
+    low, high = value_range(array)
+    if not (math.isfinite(low) and math.isfinite(high)):
         raise NumericalError("The frames contain NaN or inf values; check the node that produced them.")
     if array.shape[-1] == 1:
         array = np.repeat(array, 3, axis=-1)
-    return np.ascontiguousarray(np.clip(array[..., :3], 0.0, 1.0), dtype=np.float32)
+    rgb = array[..., :3]
+    if low < 0.0 or high > 1.0:  # an IMAGE in 0..1 (the usual case) is used as it is, not copied
+        rgb = np.clip(rgb, 0.0, 1.0)
+    return np.ascontiguousarray(rgb, dtype=np.float32)
+
+
+def value_range(array: np.ndarray) -> tuple[float, float]:
+    """``(min, max)`` of an array; both are finite exactly when every value is (NaN and inf propagate).
+
+    Two SIMD passes over the data, without the full-size boolean array ``isfinite`` builds.
+    """
+    if array.size == 0:
+        return 0.0, 0.0
+    return float(array.min()), float(array.max())
 
 
 def grey_uint8(clip: np.ndarray) -> list[np.ndarray]:
@@ -61,7 +76,7 @@ def flow_array(flow: Any) -> np.ndarray:
         array = array[None]
     if array.ndim != 4 or array.shape[-1] != 2 or array.shape[0] < 1:
         raise InputError(f"Expected optical flow shaped [N-1,H,W,2] (OPTICAL_FLOW); got shape {tuple(array.shape)}.")
-    if not np.isfinite(array).all():
+    if not all(math.isfinite(v) for v in value_range(array)):
         raise NumericalError("The optical flow contains NaN or inf values; recompute it (RAFT weights may be corrupt).")
     return np.ascontiguousarray(array, dtype=np.float32)
 

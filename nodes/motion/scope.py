@@ -31,12 +31,15 @@ import cv2
 import numpy as np
 
 from ...core.errors import InputError, NumericalError
+from ...core.threads import run_chunks
 from .frames import clip_array, flow_array, grey_uint8, pair_masks
 
 REFERENCE_SIZE = (480, 720)
 DEFAULT_R = 0.2
 DEFAULT_QUANTILE = 0.99
 DEFAULT_MIN_TEXTURE = 2e-5
+# Frame pairs per thread task in the scope step (about 1 ms each at 320x512).
+PAIR_CHUNK = 4
 
 
 @dataclass(frozen=True)
@@ -67,12 +70,18 @@ def texture_masks(frames: Any, pairs: int, min_texture: float = DEFAULT_MIN_TEXT
     return np.stack([cv2.cornerMinEigenVal(g, 5, 3) > min_texture for g in grey[:pairs]])
 
 
-def _robust_max(values: np.ndarray, quantile: float) -> float:
-    """The ``quantile`` of ``values``; above a million values, of an even subsample (same answer to <1%, 5x faster)."""
-    if values.size == 0:
+def _robust_max(parts: list[np.ndarray], quantile: float) -> float:
+    """The ``quantile`` of the values of ``parts`` laid end to end; above a million values, of every
+    n-th of them (same answer to <1%, 5x faster), picked without joining all the values first."""
+    total = sum(part.size for part in parts)
+    if total == 0:
         return 0.0
-    step = max(1, values.size // 1_000_000)
-    return float(np.quantile(values[::step], quantile))
+    step = max(1, total // 1_000_000)
+    picked, offset = [], 0
+    for part in parts:
+        picked.append(part[(-offset) % step :: step])
+        offset += part.size
+    return float(np.quantile(np.concatenate(picked), quantile))
 
 
 def scope_from_flow(
@@ -88,7 +97,8 @@ def scope_from_flow(
 
     ``frames`` (the clip the flow came from) enables the texture test; ``mask`` (MASK per frame,
     per pair or one for all) restricts the measurement to e.g. the character.  Never returns NaN:
-    a clip with no usable or no moving pixels has scope 0.
+    a clip with no usable or no moving pixels has scope 0.  The per-pair steps (speeds, texture
+    test, foreground sums) run on a few threads, a few pairs per task.
     """
     if not 0.0 <= r < 1.0:
         raise InputError(f"r must be in [0, 1) (a fraction of the clip's reference speed); got {r}.")
@@ -96,11 +106,8 @@ def scope_from_flow(
         raise InputError(f"quantile must be in (0, 1]; got {quantile}.")
     array = flow_array(flow)
     pairs, height, width = array.shape[:3]
-    magnitude = np.hypot(array[..., 0], array[..., 1])
-    magnitude *= reference_scale(height, width, reference)
-    usable = np.ones(magnitude.shape, bool)
-    if mask is not None:
-        usable &= pair_masks(mask, pairs, height, width)
+    masks = None if mask is None else pair_masks(mask, pairs, height, width)
+    clip = None
     if frames is not None:
         clip = clip_array(frames, min_frames=1)
         if clip.shape[1:3] != (height, width):
@@ -113,12 +120,32 @@ def scope_from_flow(
                 f"{clip.shape[0]} frames were given with flow for {pairs} frame pairs; pass the {pairs + 1} frames "
                 "the flow was computed from."
             )
-        if min_texture > 0:
-            usable &= texture_masks(clip, pairs, min_texture)
-    threshold = r * _robust_max(magnitude[usable], quantile)
-    foreground = usable & (magnitude > threshold)
-    counts = foreground.sum(axis=(1, 2))
-    sums = np.where(foreground, magnitude, 0.0).sum(axis=(1, 2), dtype=np.float64)
+    scale = reference_scale(height, width, reference)
+    magnitude = np.empty((pairs, height, width), np.float32)
+    usable = np.ones((pairs, height, width), bool) if masks is None else masks
+    values: list[np.ndarray] = [np.empty(0, np.float32)] * pairs
+
+    def measure(start: int, stop: int) -> None:
+        part = slice(start, stop)
+        np.hypot(array[part, ..., 0], array[part, ..., 1], out=magnitude[part])
+        magnitude[part] *= scale
+        if clip is not None and min_texture > 0:
+            usable[part] &= texture_masks(clip[part], stop - start, min_texture)
+        for i in range(start, stop):
+            values[i] = magnitude[i][usable[i]]
+
+    run_chunks(measure, pairs, PAIR_CHUNK)
+    threshold = r * _robust_max(values, quantile)
+    counts = np.empty(pairs, np.int64)
+    sums = np.empty(pairs, np.float64)
+
+    def tally(start: int, stop: int) -> None:
+        part = slice(start, stop)
+        foreground = usable[part] & (magnitude[part] > threshold)
+        counts[part] = foreground.sum(axis=(1, 2))
+        sums[part] = np.where(foreground, magnitude[part], 0.0).sum(axis=(1, 2), dtype=np.float64)
+
+    run_chunks(tally, pairs, PAIR_CHUNK)
     per_frame = [float(total / count) if count else 0.0 for total, count in zip(sums, counts, strict=True)]
     fractions = [float(count) / float(height * width) for count in counts]
     if not all(math.isfinite(v) for v in per_frame):
