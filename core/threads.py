@@ -24,14 +24,16 @@ def run_chunks(
     count: int,
     chunk: int,
     progress: ProgressFn | None = None,
-    workers: int = WORKERS,
+    workers: int | None = None,
 ) -> None:
     """Call ``work(start, stop)`` for consecutive ranges of ``chunk`` items covering ``0..count``.
 
     ``work`` writes its results itself (e.g. into a preallocated array); ranges never overlap.
-    ``progress(stop, count)`` follows each range in order.  With one worker or one range
-    everything runs on the calling thread.
+    ``progress(stop, count)`` follows each range in order.  ``workers`` defaults to :data:`WORKERS`
+    (read at call time, so a benchmark can set it to 1); with one worker or one range everything
+    runs on the calling thread.
     """
+    workers = WORKERS if workers is None else workers
     report = progress or no_progress
     ranges = [(start, min(start + chunk, count)) for start in range(0, count, max(1, chunk))]
     if workers <= 1 or len(ranges) <= 1:
