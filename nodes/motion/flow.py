@@ -1,8 +1,8 @@
 """Optical flow between consecutive frames: OpenCV DIS (default), Farneback, torchvision RAFT.
 
-Why DIS by default: it needs no weights, no torch and no GPU, and on 2 CPU cores its MEDIUM preset
-recovers a known sprite speed within a few percent at about 100 frame pairs/s at 320x512 (see
-docs/motion.md).  RAFT is more accurate on real footage but costs seconds per pair on a CPU, so it is
+Why DIS by default: it needs no weights, no torch and no GPU, and its MEDIUM preset recovers a known
+sprite speed within a few percent for 10-18 ms of CPU per frame pair at 320x512; pairs run side by
+side on the cores (see docs/motion.md).  RAFT is more accurate on real footage but costs seconds per pair on a CPU, so it is
 optional and only ever loaded from weights the user placed in ``models/optical_flow/``: this module
 never downloads.
 
