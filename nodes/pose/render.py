@@ -140,6 +140,7 @@ def plan_openpose(
     given, are drawn last like the annotator's: rainbow edges of width 2, blue points of radius 4.
     """
     count = xy.shape[0]
+    visible = np.asarray(visible, dtype=bool)
     shade = np.ones((count, 18)) if shade is None else shade
     limb_visible = visible[:, _A] & visible[:, _B]
     limb_depth = (depth[:, _A] + depth[:, _B]) / 2.0
@@ -149,7 +150,7 @@ def plan_openpose(
         np.minimum(joint_depth[:, a], near, out=joint_depth[:, a])
         np.minimum(joint_depth[:, b], near, out=joint_depth[:, b])
     key = -np.concatenate([limb_depth, joint_depth - 1e-6], axis=1)
-    shown = np.concatenate([limb_visible, visible.astype(bool)], axis=1)
+    shown = np.concatenate([limb_visible, visible], axis=1)
     key[~shown] = np.inf
     kind = np.broadcast_to(np.arange(35) >= 17, key.shape)
     order = np.lexsort((kind, key), axis=-1)  # stable: equal keys keep insertion order
