@@ -91,14 +91,18 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int) -> d
 
 
 def one_thread(fn: Callable[[], object]) -> Callable[[], object]:
-    """``fn`` with the pack's frame threads (``core.threads.WORKERS``) set to one: the single-thread figure."""
+    """``fn`` on one thread: the pack's frame threads (``core.threads.WORKERS``) and OpenCV's own set to one."""
+    import cv2
     from gameanim.core import threads
 
     def run() -> object:
         saved, threads.WORKERS = threads.WORKERS, 1
+        saved_cv2 = cv2.getNumThreads()
+        cv2.setNumThreads(1)
         try:
             return fn()
         finally:
             threads.WORKERS = saved
+            cv2.setNumThreads(saved_cv2)
 
     return run
