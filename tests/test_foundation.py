@@ -130,6 +130,9 @@ def test_run_chunks_covers_every_item_once_reports_in_order_and_stops_on_error(w
     done, reports = [], []
     run_chunks(lambda a, b: done.extend(range(a, b)), 10, 4, lambda d, t: reports.append((d, t)), workers)
     assert sorted(done) == list(range(10)) and reports == [(4, 10), (8, 10), (10, 10)]
+    reports.clear()  # one item per task, progress still every 4 items
+    run_chunks(lambda a, b: None, 10, 1, lambda d, t: reports.append((d, t)), workers, every=4)
+    assert reports == [(4, 10), (8, 10), (10, 10)]
 
     def fail_second(start, stop):
         if start == 4:

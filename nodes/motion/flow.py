@@ -54,30 +54,40 @@ def resolve_method(method: str) -> str:
     return name
 
 
-def _opencv_pairs(clip: np.ndarray, method: str, progress: ProgressFn, batch: int) -> np.ndarray:
-    """Flow of every pair, ``batch`` pairs per thread task; each thread keeps one DIS object.
+def grey_frames(clip: np.ndarray) -> list[np.ndarray]:
+    """:func:`grey_uint8` of every frame, a few frames per thread task."""
+    grey: list[np.ndarray] = [np.empty(0, np.uint8)] * clip.shape[0]
 
-    A frame's grey image is made once per task and shared by the two pairs it belongs to.  DIS
-    gives the same flow whatever the number of OpenCV threads (its patch search uses fixed
-    stripes), so running pairs side by side changes nothing but the speed.
+    def work(start: int, stop: int) -> None:
+        grey[start:stop] = grey_uint8(clip[start:stop])
+
+    run_chunks(work, clip.shape[0], 8)
+    return grey
+
+
+def _opencv_pairs(grey: list[np.ndarray], method: str, progress: ProgressFn, batch: int) -> np.ndarray:
+    """Flow of every pair, pairs side by side on threads; each thread keeps one DIS object.
+
+    One pair per task keeps both cores busy to the end of the clip; progress still follows every
+    ``batch`` pairs.  DIS gives the same flow whatever the number of threads (its patch search
+    uses fixed stripes), so running pairs side by side changes nothing but the speed.
     """
-    pairs = clip.shape[0] - 1
-    height, width = clip.shape[1:3]
+    pairs = len(grey) - 1
+    height, width = grey[0].shape
     out = np.empty((pairs, height, width, 2), np.float32)
     local = threading.local()
 
     def work(start: int, stop: int) -> None:
-        grey = grey_uint8(clip[start : stop + 1])
         if method.startswith("dis_"):
             if not hasattr(local, "dis"):
                 local.dis = cv2.DISOpticalFlow_create(DIS_PRESETS[method[4:]])
             for i in range(start, stop):
-                out[i] = local.dis.calc(grey[i - start], grey[i - start + 1], None)
+                out[i] = local.dis.calc(grey[i], grey[i + 1], None)
         else:
             for i in range(start, stop):
-                out[i] = cv2.calcOpticalFlowFarneback(grey[i - start], grey[i - start + 1], None, *FARNEBACK_ARGS)
+                out[i] = cv2.calcOpticalFlowFarneback(grey[i], grey[i + 1], None, *FARNEBACK_ARGS)
 
-    run_chunks(work, pairs, batch, progress)
+    run_chunks(work, pairs, 1, progress, every=batch)
     return out
 
 
@@ -207,18 +217,29 @@ def estimate_flow(
     import torch
 
     name = resolve_method(method)
+    return torch.from_numpy(flow_of_clip(clip_array(frames), name, raft_model, settings, progress))
+
+
+def flow_of_clip(
+    clip: np.ndarray,
+    name: str,
+    raft_model: Any = None,
+    settings: FlowSettings | None = None,
+    progress: ProgressFn | None = None,
+    grey: list[np.ndarray] | None = None,
+) -> np.ndarray:
+    """:func:`estimate_flow` of a clip already checked by :func:`clip_array`, for a canonical method
+    ``name``, as a float32 array ``[N-1,H,W,2]``; ``grey`` are the frames' :func:`grey_frames` if
+    the caller has made them already."""
     opts = settings or FlowSettings()
     if opts.batch_size < 1 or opts.raft_updates < 1:
         raise InputError("batch_size and raft_updates must be at least 1.")
-    clip = clip_array(frames)
     report = progress or no_progress
     if name.startswith("raft"):
         if raft_model is None:
             raise InputError(f"{name} needs a loaded RAFT model; load it with load_raft() or pick a DIS method.")
-        flow = _raft_pairs(clip, raft_model, opts.device, opts.batch_size, opts.raft_updates, report)
-    else:
-        flow = _opencv_pairs(clip, name, report, opts.batch_size)
-    return torch.from_numpy(flow)
+        return _raft_pairs(clip, raft_model, opts.device, opts.batch_size, opts.raft_updates, report)
+    return _opencv_pairs(grey_frames(clip) if grey is None else grey, name, report, opts.batch_size)
 
 
 def flow_to_hsv_image(flow: Any, max_magnitude: float = 0.0) -> Any:

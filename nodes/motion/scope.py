@@ -58,16 +58,12 @@ def reference_scale(height: int, width: int, reference: tuple[int, int] = REFERE
     return math.sqrt(reference[0] * reference[1] / float(height * width))
 
 
-def texture_masks(frames: Any, pairs: int, min_texture: float = DEFAULT_MIN_TEXTURE) -> np.ndarray:
-    """Boolean ``[pairs,H,W]``: where the first frame of each pair has enough texture to measure flow.
+def _textured(grey: np.ndarray, min_texture: float) -> np.ndarray:
+    """Where a frame has enough texture to measure flow (see the module docstring).
 
     ``cornerMinEigenVal`` on 8-bit input scales gradients by 1/255, so the threshold is in 0..1 grey units.
     """
-    ready = isinstance(frames, np.ndarray) and frames.dtype == np.float32 and frames.ndim == 4 and frames.shape[-1] == 3
-    grey = grey_uint8(frames if ready else clip_array(frames))
-    if len(grey) < pairs:
-        raise InputError(f"{len(grey)} frames were given for {pairs} flow pairs; pass the frames the flow came from.")
-    return np.stack([cv2.cornerMinEigenVal(g, 5, 3) > min_texture for g in grey[:pairs]])
+    return cv2.cornerMinEigenVal(grey, 5, 3) > min_texture
 
 
 def _robust_max(parts: list[np.ndarray], quantile: float) -> float:
@@ -81,7 +77,7 @@ def _robust_max(parts: list[np.ndarray], quantile: float) -> float:
     for part in parts:
         picked.append(part[(-offset) % step :: step])
         offset += part.size
-    return float(np.quantile(np.concatenate(picked), quantile))
+    return float(np.quantile(np.concatenate(picked), quantile, overwrite_input=True))
 
 
 def scope_from_flow(
@@ -97,13 +93,9 @@ def scope_from_flow(
 
     ``frames`` (the clip the flow came from) enables the texture test; ``mask`` (MASK per frame,
     per pair or one for all) restricts the measurement to e.g. the character.  Never returns NaN:
-    a clip with no usable or no moving pixels has scope 0.  The per-pair steps (speeds, texture
-    test, foreground sums) run on a few threads, a few pairs per task.
+    a clip with no usable or no moving pixels has scope 0.
     """
-    if not 0.0 <= r < 1.0:
-        raise InputError(f"r must be in [0, 1) (a fraction of the clip's reference speed); got {r}.")
-    if not 0.0 < quantile <= 1.0:
-        raise InputError(f"quantile must be in (0, 1]; got {quantile}.")
+    check_options(r, quantile)
     array = flow_array(flow)
     pairs, height, width = array.shape[:3]
     masks = None if mask is None else pair_masks(mask, pairs, height, width)
@@ -120,6 +112,32 @@ def scope_from_flow(
                 f"{clip.shape[0]} frames were given with flow for {pairs} frame pairs; pass the {pairs + 1} frames "
                 "the flow was computed from."
             )
+    return scope_of_arrays(array, clip, None, masks, r, quantile, min_texture, reference)
+
+
+def check_options(r: float, quantile: float) -> None:
+    """Reject an ``r`` or ``quantile`` outside its range with a message that says the range."""
+    if not 0.0 <= r < 1.0:
+        raise InputError(f"r must be in [0, 1) (a fraction of the clip's reference speed); got {r}.")
+    if not 0.0 < quantile <= 1.0:
+        raise InputError(f"quantile must be in (0, 1]; got {quantile}.")
+
+
+def scope_of_arrays(
+    array: np.ndarray,
+    clip: np.ndarray | None,
+    grey: list[np.ndarray] | None,
+    masks: np.ndarray | None,
+    r: float = DEFAULT_R,
+    quantile: float = DEFAULT_QUANTILE,
+    min_texture: float = DEFAULT_MIN_TEXTURE,
+    reference: tuple[int, int] = REFERENCE_SIZE,
+) -> ScopeResult:
+    """:func:`scope_from_flow` on checked inputs: flow ``[N,H,W,2]``, the clip (or None), its frames'
+    :func:`grey_uint8` images when already made (else made here for the texture test) and the
+    boolean pair masks (or None).  The per-pair steps (speeds, texture test, foreground sums) run on a
+    few threads, a few pairs per task."""
+    pairs, height, width = array.shape[:3]
     scale = reference_scale(height, width, reference)
     magnitude = np.empty((pairs, height, width), np.float32)
     usable = np.ones((pairs, height, width), bool) if masks is None else masks
@@ -130,7 +148,8 @@ def scope_from_flow(
         np.hypot(array[part, ..., 0], array[part, ..., 1], out=magnitude[part])
         magnitude[part] *= scale
         if clip is not None and min_texture > 0:
-            usable[part] &= texture_masks(clip[part], stop - start, min_texture)
+            frames = grey[start:stop] if grey is not None else grey_uint8(clip[part])
+            usable[part] &= np.stack([_textured(g, min_texture) for g in frames])
         for i in range(start, stop):
             values[i] = magnitude[i][usable[i]]
 
