@@ -122,6 +122,7 @@ def old_vs_new(args) -> None:
     """The default at 320x512 (DIS medium + scope step), today's code against ``args.base``'s, interleaved."""
     import torch
     from gameanim.nodes.motion.flow import estimate_flow
+    from gameanim.nodes.motion.measure import measure_clip
     from gameanim.nodes.motion.scope import reference_scale, scope_from_flow
     from gameanim.nodes.motion.synthetic import moving_sprite_clip
 
@@ -130,22 +131,32 @@ def old_vs_new(args) -> None:
     variants = {
         "new": lambda: scope_from_flow(estimate_flow(clip), clip),
         "new, 1 thread": one_thread(lambda: scope_from_flow(estimate_flow(clip), clip)),
+        "new measure_clip": lambda: measure_clip(clip),
     }
-    old = modules_at(args.base, "nodes/motion", ["frames", "flow", "scope"])
+    old = modules_at(args.base, "nodes/motion", ["frames", "flow", "scope", "levels", "measure"])
     if old is not None:
         variants["old"] = lambda: old["scope"].scope_from_flow(old["flow"].estimate_flow(clip), clip)
+        variants["old measure_clip"] = lambda: old["measure"].measure_clip(clip)
     else:
         print(f"commit {args.base} not available (shallow clone?): old/new comparison skipped")
     medians = interleaved_medians(variants, max(args.repeat, 5))
-    print(f"\ndefault: dis_medium flow + scope step, 320x512, {args.pairs} pairs, textured; medians")
+    print(
+        f"\ndefault: dis_medium flow + scope step (estimate_flow + scope_from_flow; measure_clip = api.motion_scope), "
+        f"320x512, {args.pairs} pairs, textured; medians"
+    )
     for name, (wall, cpu) in medians.items():
         print(f"  {name:14s} {args.pairs / wall:8.1f} pairs/s   {args.pairs / cpu:8.1f} pairs per CPU-second")
     if old is not None:
         same = dataclasses.astuple(variants["new"]()) == dataclasses.astuple(variants["old"]())
-        print(
-            f"  ratio new/old speed: {medians['old'][0] / medians['new'][0]:.2f}x wall, "
-            f"{medians['old'][1] / medians['new'][1]:.2f}x CPU; same scope, threshold and per-pair values: {same}"
+        same_measure = dataclasses.astuple(variants["new measure_clip"]().result) == dataclasses.astuple(
+            variants["old measure_clip"]().result
         )
+        for new, base in (("new", "old"), ("new measure_clip", "old measure_clip")):
+            print(
+                f"  ratio {new}/{base} speed: {medians[base][0] / medians[new][0]:.2f}x wall, "
+                f"{medians[base][1] / medians[new][1]:.2f}x CPU"
+            )
+        print(f"  same scope, threshold and per-pair values: flow + scope {same}, measure_clip {same_measure}")
 
 
 if __name__ == "__main__":
