@@ -145,7 +145,7 @@ def old_vs_new(args) -> None:
         f"320x512, {args.pairs} pairs, textured; medians"
     )
     for name, (wall, cpu) in medians.items():
-        print(f"  {name:14s} {args.pairs / wall:8.1f} pairs/s   {args.pairs / cpu:8.1f} pairs per CPU-second")
+        print(f"  {name:18s} {args.pairs / wall:8.1f} pairs/s   {args.pairs / cpu:8.1f} pairs per CPU-second")
     if old is not None:
         same = dataclasses.astuple(variants["new"]()) == dataclasses.astuple(variants["old"]())
         same_measure = dataclasses.astuple(variants["new measure_clip"]().result) == dataclasses.astuple(
