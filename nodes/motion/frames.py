@@ -15,6 +15,7 @@ import numpy as np
 
 from ...core.errors import InputError, NumericalError
 from ...core.frames import to_numpy
+from ...core.threads import run_chunks
 
 
 def clip_array(frames: Any, min_frames: int = 2) -> np.ndarray:
@@ -57,11 +58,28 @@ def clip_array(frames: Any, min_frames: int = 2) -> np.ndarray:
 def value_range(array: np.ndarray) -> tuple[float, float]:
     """``(min, max)`` of an array; both are finite exactly when every value is (NaN and inf propagate).
 
-    Two SIMD passes over the data, without the full-size boolean array ``isfinite`` builds.
+    SIMD passes over a few frames per thread, without the full-size boolean array ``isfinite`` builds.
     """
     if array.size == 0:
         return 0.0, 0.0
-    return float(array.min()), float(array.max())
+    chunk = 8
+    count = -(-len(array) // chunk)
+    lows, highs = [0.0] * count, [0.0] * count
+
+    def scan(start: int, stop: int) -> None:
+        part = array[start:stop]
+        lows[start // chunk], highs[start // chunk] = float(part.min()), float(part.max())
+
+    run_chunks(scan, len(array), chunk)
+    return min(lows, key=_nan_first), max(highs, key=_nan_last)
+
+
+def _nan_first(value: float) -> float:
+    return -math.inf if math.isnan(value) else value
+
+
+def _nan_last(value: float) -> float:
+    return math.inf if math.isnan(value) else value
 
 
 def grey_uint8(clip: np.ndarray) -> list[np.ndarray]:
