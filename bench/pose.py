@@ -1,21 +1,27 @@
 """Benchmark pose-from-rig: BVH → 512x512 OpenPose maps, and capsule depth/normal maps.
 
-    python bench/pose.py [--frames 480] [--size 512]
+    python bench/pose.py [--frames 480] [--size 512] [--repeat 5] [--base c1c5bc4]
 
-Prints frames/s for each stage and ratios against baselines measured in the same run:
-pybvh's parser + kinematics (when installed) for BVH reading, and a plain annotator-order
-drawing loop (fixed limb order, no depth sort, no visibility) for the pose maps.
+Prints maps/s (wall) and maps per CPU-second for the whole path (parse, FK, mapping, camera fit,
+drawing, float32 IMAGE tensor), today's code against the code of ``--base`` (git) loaded beside
+it, runs interleaved, medians; then the same path on one thread, drawing alone (new/old), pybvh's
+parser + kinematics as the BVH-reading baseline (when installed) and the capsule maps.  With a CUDA
+device it also prints the peak VRAM of the whole path (the maps are drawn on the CPU: 0 is expected).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import tempfile
 import time
 from pathlib import Path
 
-from _common import ROOT, import_pack
+from _common import ROOT, import_pack, interleaved_medians, modules_at, one_thread
+
+# The pack before the OpenPose drawing was planned with numpy and painted on threads.
+BASE = "c1c5bc4"
 
 
 def timed(fn, repeats: int = 3):
@@ -40,37 +46,17 @@ def long_bvh(frames: int, folder: Path) -> Path:
     return path
 
 
-def annotator_baseline(projected, width: int, height: int):
-    """Fixed-order drawing like the ControlNet annotator: limbs in list order, then joints."""
-    import cv2
-    import numpy as np
-    from gameanim.nodes.pose.render import COLORS, LIMBS
-
-    out = np.empty((projected.xy.shape[0], height, width, 3), dtype=np.uint8)
-    for f, pts in enumerate(projected.xy):
-        canvas = np.zeros((height, width, 3), dtype=np.uint8)
-        for k, (a, b) in enumerate(LIMBS):
-            (x0, y0), (x1, y1) = pts[a], pts[b]
-            length = math.hypot(x1 - x0, y1 - y0)
-            angle = math.degrees(math.atan2(y0 - y1, x0 - x1))
-            poly = cv2.ellipse2Poly(
-                (int((x0 + x1) / 2), int((y0 + y1) / 2)), (int(length / 2), 4), int(angle), 0, 360, 1
-            )
-            cv2.fillConvexPoly(canvas, poly, [int(c) for c in COLORS[k] * 0.6])
-        for i in range(18):
-            cv2.circle(canvas, (int(pts[i, 0]), int(pts[i, 1])), 4, [int(c) for c in COLORS[i]], thickness=-1)
-        out[f] = canvas
-    return out
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--frames", type=int, default=480)
     parser.add_argument("--size", type=int, default=512)
+    parser.add_argument("--repeat", type=int, default=5, help="interleaved runs per variant; medians are shown")
+    parser.add_argument("--base", default=BASE, help="git commit whose pose drawing is the baseline")
     args = parser.parse_args()
     import_pack()
     import cv2
     import torch
+    from gameanim.core.threads import WORKERS
     from gameanim.nodes.pose.bvh import forward_kinematics, read_bvh
     from gameanim.nodes.pose.conditions import CameraSettings
     from gameanim.nodes.pose.joint_tracks import load_motion
@@ -78,9 +64,55 @@ def main() -> None:
     from gameanim.nodes.pose.skeleton import pose3d_from_motion
 
     n, size = args.frames, args.size
-    print(f"cv2 threads {cv2.getNumThreads()}, torch threads {torch.get_num_threads()}, {n} frames, {size}x{size}")
+    print(
+        f"cv2 threads {cv2.getNumThreads()}, torch threads {torch.get_num_threads()}, drawing threads {WORKERS}, "
+        f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; {n} frames, {size}x{size}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         path = long_bvh(n, Path(tmp))
+        settings = CameraSettings(preset="three_quarter", width=size, height=size, follow_root=True)
+
+        def whole_path(render):
+            def run():
+                pose = pose3d_from_motion(load_motion(path))
+                projected = project_pose(pose, settings.fit(pose))
+                return torch.from_numpy(render(projected, size, size, as_float=True))
+
+            return run
+
+        old = modules_at(args.base, "nodes/pose", ["render", "maps"])
+        paths = {"new": whole_path(render_pose_maps), "new, 1 thread": one_thread(whole_path(render_pose_maps))}
+        if old is not None:
+            paths["old"] = whole_path(old["maps"].render_pose_maps)
+        else:
+            print(f"commit {args.base} not available (shallow clone?): old/new comparison skipped")
+        medians = interleaved_medians(paths, args.repeat)
+        print("BVH -> IMAGE pose maps, whole path (parse, FK, map, fit, draw, float32 IMAGE); medians:")
+        for name, (wall, cpu) in medians.items():
+            print(
+                f"  {name:14s} {n / wall:8.0f} maps/s   {n / cpu:8.0f} maps per CPU-second   ({1000 * cpu / n:.3f} ms CPU/map)"
+            )
+        if "old" in medians:
+            print(
+                f"  ratio new/old speed: {medians['old'][0] / medians['new'][0]:.2f}x wall, "
+                f"{medians['old'][1] / medians['new'][1]:.2f}x CPU"
+            )
+            pose = pose3d_from_motion(load_motion(path))
+            projected = project_pose(pose, settings.fit(pose))
+            draw = interleaved_medians(
+                {
+                    "new": lambda: render_pose_maps(projected, size, size),
+                    "old": lambda: old["maps"].render_pose_maps(projected, size, size),
+                },
+                args.repeat,
+            )
+            same = (
+                render_pose_maps(projected, size, size) == old["maps"].render_pose_maps(projected, size, size)
+            ).all()
+            print(
+                f"draw only (uint8): new {n / draw['new'][0]:.0f} maps/s, old {n / draw['old'][0]:.0f} maps/s, "
+                f"ratio {draw['old'][0] / draw['new'][0]:.2f}x; maps identical: {bool(same)}"
+            )
         t_ours, _ = timed(lambda: forward_kinematics(read_bvh(path)))
         print(f"BVH read + FK (ours)            {n / t_ours:10.0f} frames/s  ({1000 * t_ours:.1f} ms)")
         try:
@@ -92,33 +124,19 @@ def main() -> None:
             )
         except ImportError:
             print("pybvh not installed: parser baseline skipped")
-
-        settings = CameraSettings(preset="three_quarter", width=size, height=size, follow_root=True)
-
-        def full():
-            pose = pose3d_from_motion(load_motion(path))
-            projected = project_pose(pose, settings.fit(pose))
-            maps = render_pose_maps(projected, size, size, as_float=True)
-            return pose, projected, torch.from_numpy(maps)
-
-        t_full, (pose, projected, _) = timed(full)
-        print(
-            f"BVH -> IMAGE pose maps (full)   {n / t_full:10.0f} frames/s  (parse, FK, map, fit, draw, float32 IMAGE)"
-        )
-        maps = render_pose_maps(projected, size, size)
-        t_tensor, _ = timed(lambda: torch.from_numpy(maps).float().div_(255.0), repeats=2)
-        print(f"  baseline: uint8 batch then .float()/255: {1000 * t_tensor / n:.2f} ms/frame extra")
-        t_draw, _ = timed(lambda: render_pose_maps(projected, size, size))
-        t_base, _ = timed(lambda: annotator_baseline(projected, size, size))
-        print(f"draw only, depth-ordered (ours) {n / t_draw:10.0f} frames/s")
-        print(
-            f"draw only, annotator order      {n / t_base:10.0f} frames/s  ratio ours/baseline time {t_draw / t_base:.2f}"
-        )
         m = min(n, 96)
         sub = pose3d_from_motion(load_motion(path, m))
         camera = settings.fit(sub)
         t_caps, _ = timed(lambda: render_capsule_maps(sub, camera), repeats=2)
         print(f"capsule depth + normal maps     {m / t_caps:10.0f} frames/s  ({1000 * t_caps / m:.1f} ms/frame)")
+        if torch.cuda.is_available():
+            torch.cuda.reset_peak_memory_stats()
+            paths["new"]()
+            print(
+                f"peak VRAM of the whole path: {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB (drawn on the CPU)"
+            )
+        else:
+            print("no CUDA device: VRAM not measured (the pose maps are drawn on the CPU)")
         blender_timings(Path(tmp))
 
 

@@ -16,6 +16,7 @@ from gameanim.core.errors import ModelFileError, UnsafePathError
 from gameanim.core.model_folders import MODEL_FOLDERS, describe_expected
 from gameanim.core.paths import confined, sanitize_relative
 from gameanim.core.progress import Cancelled, CancelToken, tracked
+from gameanim.core.threads import run_chunks
 from gameanim.core.weights import read_state_dict, safetensors_metadata, save_safetensors_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,6 +123,25 @@ def test_cancel_token_stops_a_tracked_loop():
             if i == 3:
                 token.cancel()
     assert seen[-1] == (4, 10)
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_run_chunks_covers_every_item_once_reports_in_order_and_stops_on_error(workers):
+    done, reports = [], []
+    run_chunks(lambda a, b: done.extend(range(a, b)), 10, 4, lambda d, t: reports.append((d, t)), workers)
+    assert sorted(done) == list(range(10)) and reports == [(4, 10), (8, 10), (10, 10)]
+    reports.clear()  # one item per task, progress still every 4 items
+    run_chunks(lambda a, b: None, 10, 1, lambda d, t: reports.append((d, t)), workers, every=4)
+    assert reports == [(4, 10), (8, 10), (10, 10)]
+
+    def fail_second(start, stop):
+        if start == 4:
+            raise ValueError("bad frame")
+
+    reports.clear()
+    with pytest.raises(ValueError, match="bad frame"):
+        run_chunks(fail_second, 10, 4, lambda d, t: reports.append(d), workers)
+    assert reports == [4]  # nothing is reported past the failing chunk
 
 
 def test_host_fallbacks_outside_comfyui(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ import pytest
 import torch
 from gameanim import api
 from gameanim.core.errors import InputError, NumericalError
+from gameanim.nodes.motion.flow import estimate_flow
 from gameanim.nodes.motion.synthetic import moving_sprite_clip
 
 SCALE_320x512 = scope_mod.reference_scale(320, 512)
@@ -192,3 +193,31 @@ def test_small_character_on_busy_background_needs_mask_or_higher_quantile():
 
     higher = scope_mod.scope_from_flow(estimate_flow(frames), frames=frames, quantile=0.999).scope
     assert higher > 0.7 * truth
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_threaded_flow_and_scope_equal_the_plain_definition(masked):
+    # 31 frames of 240x320: over a million usable speeds, so the quantile's subsample is exercised too.
+    frames, mask = moving_sprite_clip(frames=31, height=240, width=320, speed=5.0, background="textured", seed=3)
+    frames[7] = frames[6]  # a pause
+    flow = estimate_flow(torch.from_numpy(frames)).numpy()
+    grey = [cv2.convertScaleAbs(cv2.cvtColor(f, cv2.COLOR_RGB2GRAY), alpha=255.0) for f in frames]
+    dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
+    expected = np.stack([dis.calc(grey[i], grey[i + 1], None) for i in range(30)])
+    assert np.array_equal(flow, expected)  # pairs side by side on threads: the same flow, bit for bit
+
+    speed = np.hypot(expected[..., 0], expected[..., 1]) * np.float32(scope_mod.reference_scale(240, 320))
+    usable = np.stack([cv2.cornerMinEigenVal(g, 5, 3) > scope_mod.DEFAULT_MIN_TEXTURE for g in grey[:30]])
+    if masked:
+        usable &= mask[:30] > 0.5
+    values = speed[usable]
+    assert values.size > 2_000_000 or masked
+    threshold = 0.2 * float(np.quantile(values[:: max(1, values.size // 1_000_000)], 0.99))
+    foreground = usable & (speed > threshold)
+    per_frame = [
+        float(speed[i][foreground[i]].mean(dtype=np.float64)) if foreground[i].any() else 0.0 for i in range(30)
+    ]
+    result = scope_mod.scope_from_flow(flow, frames, mask=mask if masked else None)
+    assert result.threshold == threshold
+    assert result.per_frame == pytest.approx(per_frame, rel=1e-9)
+    assert result.per_frame[6] == 0.0 and result.scope == pytest.approx(np.mean(per_frame), rel=1e-9)

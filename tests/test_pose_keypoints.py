@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from gameanim import api
 from gameanim.nodes.pose.conditions import SAMPLE_RUN_CYCLE
+from gameanim.nodes.pose.maps import DRAW_CHUNK
 
 
 class Keypoint(NamedTuple):
@@ -111,13 +112,13 @@ def test_api_cancel_stops_render():
     calls = []
 
     def inner(done, total):
-        calls.append(done)
-        if done == 3:
+        calls.append((done, total))
+        if len(calls) == 2:
             token.cancel()
 
     with pytest.raises(api.Cancelled):
         api.pose_from_bvh(str(SAMPLE_RUN_CYCLE), progress=token.progress(inner))
-    assert calls == [1, 2, 3]
+    assert calls == [(DRAW_CHUNK, 24), (2 * DRAW_CHUNK, 24)]  # stopped before the last frames were drawn
 
 
 def test_api_pose_from_motion_json(tmp_path):

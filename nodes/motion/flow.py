@@ -1,8 +1,8 @@
 """Optical flow between consecutive frames: OpenCV DIS (default), Farneback, torchvision RAFT.
 
-Why DIS by default: it needs no weights, no torch and no GPU, and on 2 CPU cores its MEDIUM preset
-recovers a known sprite speed within a few percent at about 100 frame pairs/s at 320x512 (see
-docs/motion.md).  RAFT is more accurate on real footage but costs seconds per pair on a CPU, so it is
+Why DIS by default: it needs no weights, no torch and no GPU, and its MEDIUM preset recovers a known
+sprite speed within a few percent for 10-18 ms of CPU per frame pair at 320x512; pairs run side by
+side on the cores (see docs/motion.md).  RAFT is more accurate on real footage but costs seconds per pair on a CPU, so it is
 optional and only ever loaded from weights the user placed in ``models/optical_flow/``: this module
 never downloads.
 
@@ -14,6 +14,7 @@ maps frame ``i`` to frame ``i+1``.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ import numpy as np
 
 from ...core.errors import InputError, ModelFileError
 from ...core.progress import ProgressFn, no_progress
+from ...core.threads import run_chunks
 from ...core.weights import read_state_dict
 from .frames import clip_array, grey_uint8
 
@@ -52,18 +54,40 @@ def resolve_method(method: str) -> str:
     return name
 
 
+def grey_frames(clip: np.ndarray) -> list[np.ndarray]:
+    """:func:`grey_uint8` of every frame, a few frames per thread task."""
+    grey: list[np.ndarray] = [np.empty(0, np.uint8)] * clip.shape[0]
+
+    def work(start: int, stop: int) -> None:
+        grey[start:stop] = grey_uint8(clip[start:stop])
+
+    run_chunks(work, clip.shape[0], 8)
+    return grey
+
+
 def _opencv_pairs(grey: list[np.ndarray], method: str, progress: ProgressFn, batch: int) -> np.ndarray:
+    """Flow of every pair, pairs side by side on threads; each thread keeps one DIS object.
+
+    One pair per task keeps both cores busy to the end of the clip; progress still follows every
+    ``batch`` pairs.  DIS gives the same flow whatever the number of threads (its patch search
+    uses fixed stripes), so running pairs side by side changes nothing but the speed.
+    """
     pairs = len(grey) - 1
     height, width = grey[0].shape
     out = np.empty((pairs, height, width, 2), np.float32)
-    dis = cv2.DISOpticalFlow_create(DIS_PRESETS[method[4:]]) if method.startswith("dis_") else None
-    for i in range(pairs):
-        if dis is not None:
-            out[i] = dis.calc(grey[i], grey[i + 1], None)
+    local = threading.local()
+
+    def work(start: int, stop: int) -> None:
+        if method.startswith("dis_"):
+            if not hasattr(local, "dis"):
+                local.dis = cv2.DISOpticalFlow_create(DIS_PRESETS[method[4:]])
+            for i in range(start, stop):
+                out[i] = local.dis.calc(grey[i], grey[i + 1], None)
         else:
-            out[i] = cv2.calcOpticalFlowFarneback(grey[i], grey[i + 1], None, *FARNEBACK_ARGS)
-        if (i + 1) % batch == 0 or i + 1 == pairs:
-            progress(i + 1, pairs)
+            for i in range(start, stop):
+                out[i] = cv2.calcOpticalFlowFarneback(grey[i], grey[i + 1], None, *FARNEBACK_ARGS)
+
+    run_chunks(work, pairs, 1, progress, every=batch)
     return out
 
 
@@ -193,18 +217,29 @@ def estimate_flow(
     import torch
 
     name = resolve_method(method)
+    return torch.from_numpy(flow_of_clip(clip_array(frames), name, raft_model, settings, progress))
+
+
+def flow_of_clip(
+    clip: np.ndarray,
+    name: str,
+    raft_model: Any = None,
+    settings: FlowSettings | None = None,
+    progress: ProgressFn | None = None,
+    grey: list[np.ndarray] | None = None,
+) -> np.ndarray:
+    """:func:`estimate_flow` of a clip already checked by :func:`clip_array`, for a canonical method
+    ``name``, as a float32 array ``[N-1,H,W,2]``; ``grey`` are the frames' :func:`grey_frames` if
+    the caller has made them already."""
     opts = settings or FlowSettings()
     if opts.batch_size < 1 or opts.raft_updates < 1:
         raise InputError("batch_size and raft_updates must be at least 1.")
-    clip = clip_array(frames)
     report = progress or no_progress
     if name.startswith("raft"):
         if raft_model is None:
             raise InputError(f"{name} needs a loaded RAFT model; load it with load_raft() or pick a DIS method.")
-        flow = _raft_pairs(clip, raft_model, opts.device, opts.batch_size, opts.raft_updates, report)
-    else:
-        flow = _opencv_pairs(grey_uint8(clip), name, report, opts.batch_size)
-    return torch.from_numpy(flow)
+        return _raft_pairs(clip, raft_model, opts.device, opts.batch_size, opts.raft_updates, report)
+    return _opencv_pairs(grey_frames(clip) if grey is None else grey, name, report, opts.batch_size)
 
 
 def flow_to_hsv_image(flow: Any, max_magnitude: float = 0.0) -> Any:

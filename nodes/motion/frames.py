@@ -6,6 +6,7 @@ a mask of another size) into an :class:`InputError` that says what was found and
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from ...core.errors import InputError, NumericalError
 from ...core.frames import to_numpy
+from ...core.threads import run_chunks
 
 
 def clip_array(frames: Any, min_frames: int = 2) -> np.ndarray:
@@ -42,11 +44,42 @@ def clip_array(frames: Any, min_frames: int = 2) -> np.ndarray:
         )
     if array.shape[1] < 8 or array.shape[2] < 8:
         raise InputError(f"Frames of {array.shape[1]}x{array.shape[2]} px are too small for optical flow (min 8x8).")
-    if not np.isfinite(array).all():
+    low, high = value_range(array)
+    if not (math.isfinite(low) and math.isfinite(high)):
         raise NumericalError("The frames contain NaN or inf values; check the node that produced them.")
     if array.shape[-1] == 1:
         array = np.repeat(array, 3, axis=-1)
-    return np.ascontiguousarray(np.clip(array[..., :3], 0.0, 1.0), dtype=np.float32)
+    rgb = array[..., :3]
+    if low < 0.0 or high > 1.0:  # an IMAGE in 0..1 (the usual case) is used as it is, not copied
+        rgb = np.clip(rgb, 0.0, 1.0)
+    return np.ascontiguousarray(rgb, dtype=np.float32)
+
+
+def value_range(array: np.ndarray) -> tuple[float, float]:
+    """``(min, max)`` of an array; both are finite exactly when every value is (NaN and inf propagate).
+
+    SIMD passes over a few frames per thread, without the full-size boolean array ``isfinite`` builds.
+    """
+    if array.size == 0:
+        return 0.0, 0.0
+    chunk = 8
+    count = -(-len(array) // chunk)
+    lows, highs = [0.0] * count, [0.0] * count
+
+    def scan(start: int, stop: int) -> None:
+        part = array[start:stop]
+        lows[start // chunk], highs[start // chunk] = float(part.min()), float(part.max())
+
+    run_chunks(scan, len(array), chunk)
+    return min(lows, key=_nan_first), max(highs, key=_nan_last)
+
+
+def _nan_first(value: float) -> float:
+    return -math.inf if math.isnan(value) else value
+
+
+def _nan_last(value: float) -> float:
+    return math.inf if math.isnan(value) else value
 
 
 def grey_uint8(clip: np.ndarray) -> list[np.ndarray]:
@@ -61,7 +94,7 @@ def flow_array(flow: Any) -> np.ndarray:
         array = array[None]
     if array.ndim != 4 or array.shape[-1] != 2 or array.shape[0] < 1:
         raise InputError(f"Expected optical flow shaped [N-1,H,W,2] (OPTICAL_FLOW); got shape {tuple(array.shape)}.")
-    if not np.isfinite(array).all():
+    if not all(math.isfinite(v) for v in value_range(array)):
         raise NumericalError("The optical flow contains NaN or inf values; recompute it (RAFT weights may be corrupt).")
     return np.ascontiguousarray(array, dtype=np.float32)
 

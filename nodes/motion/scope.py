@@ -31,12 +31,15 @@ import cv2
 import numpy as np
 
 from ...core.errors import InputError, NumericalError
+from ...core.threads import run_chunks
 from .frames import clip_array, flow_array, grey_uint8, pair_masks
 
 REFERENCE_SIZE = (480, 720)
 DEFAULT_R = 0.2
 DEFAULT_QUANTILE = 0.99
 DEFAULT_MIN_TEXTURE = 2e-5
+# Frame pairs per thread task in the scope step (about 1 ms each at 320x512).
+PAIR_CHUNK = 4
 
 
 @dataclass(frozen=True)
@@ -55,24 +58,26 @@ def reference_scale(height: int, width: int, reference: tuple[int, int] = REFERE
     return math.sqrt(reference[0] * reference[1] / float(height * width))
 
 
-def texture_masks(frames: Any, pairs: int, min_texture: float = DEFAULT_MIN_TEXTURE) -> np.ndarray:
-    """Boolean ``[pairs,H,W]``: where the first frame of each pair has enough texture to measure flow.
+def _textured(grey: np.ndarray, min_texture: float) -> np.ndarray:
+    """Where a frame has enough texture to measure flow (see the module docstring).
 
     ``cornerMinEigenVal`` on 8-bit input scales gradients by 1/255, so the threshold is in 0..1 grey units.
     """
-    ready = isinstance(frames, np.ndarray) and frames.dtype == np.float32 and frames.ndim == 4 and frames.shape[-1] == 3
-    grey = grey_uint8(frames if ready else clip_array(frames))
-    if len(grey) < pairs:
-        raise InputError(f"{len(grey)} frames were given for {pairs} flow pairs; pass the frames the flow came from.")
-    return np.stack([cv2.cornerMinEigenVal(g, 5, 3) > min_texture for g in grey[:pairs]])
+    return cv2.cornerMinEigenVal(grey, 5, 3) > min_texture
 
 
-def _robust_max(values: np.ndarray, quantile: float) -> float:
-    """The ``quantile`` of ``values``; above a million values, of an even subsample (same answer to <1%, 5x faster)."""
-    if values.size == 0:
+def _robust_max(parts: list[np.ndarray], quantile: float) -> float:
+    """The ``quantile`` of the values of ``parts`` laid end to end; above a million values, of every
+    n-th of them (same answer to <1%, 5x faster), picked without joining all the values first."""
+    total = sum(part.size for part in parts)
+    if total == 0:
         return 0.0
-    step = max(1, values.size // 1_000_000)
-    return float(np.quantile(values[::step], quantile))
+    step = max(1, total // 1_000_000)
+    picked, offset = [], 0
+    for part in parts:
+        picked.append(part[(-offset) % step :: step])
+        offset += part.size
+    return float(np.quantile(np.concatenate(picked), quantile, overwrite_input=True))
 
 
 def scope_from_flow(
@@ -90,17 +95,11 @@ def scope_from_flow(
     per pair or one for all) restricts the measurement to e.g. the character.  Never returns NaN:
     a clip with no usable or no moving pixels has scope 0.
     """
-    if not 0.0 <= r < 1.0:
-        raise InputError(f"r must be in [0, 1) (a fraction of the clip's reference speed); got {r}.")
-    if not 0.0 < quantile <= 1.0:
-        raise InputError(f"quantile must be in (0, 1]; got {quantile}.")
+    check_options(r, quantile)
     array = flow_array(flow)
     pairs, height, width = array.shape[:3]
-    magnitude = np.hypot(array[..., 0], array[..., 1])
-    magnitude *= reference_scale(height, width, reference)
-    usable = np.ones(magnitude.shape, bool)
-    if mask is not None:
-        usable &= pair_masks(mask, pairs, height, width)
+    masks = None if mask is None else pair_masks(mask, pairs, height, width)
+    clip = None
     if frames is not None:
         clip = clip_array(frames, min_frames=1)
         if clip.shape[1:3] != (height, width):
@@ -113,12 +112,59 @@ def scope_from_flow(
                 f"{clip.shape[0]} frames were given with flow for {pairs} frame pairs; pass the {pairs + 1} frames "
                 "the flow was computed from."
             )
-        if min_texture > 0:
-            usable &= texture_masks(clip, pairs, min_texture)
-    threshold = r * _robust_max(magnitude[usable], quantile)
-    foreground = usable & (magnitude > threshold)
-    counts = foreground.sum(axis=(1, 2))
-    sums = np.where(foreground, magnitude, 0.0).sum(axis=(1, 2), dtype=np.float64)
+    return scope_of_arrays(array, clip, None, masks, r, quantile, min_texture, reference)
+
+
+def check_options(r: float, quantile: float) -> None:
+    """Reject an ``r`` or ``quantile`` outside its range with a message that says the range."""
+    if not 0.0 <= r < 1.0:
+        raise InputError(f"r must be in [0, 1) (a fraction of the clip's reference speed); got {r}.")
+    if not 0.0 < quantile <= 1.0:
+        raise InputError(f"quantile must be in (0, 1]; got {quantile}.")
+
+
+def scope_of_arrays(
+    array: np.ndarray,
+    clip: np.ndarray | None,
+    grey: list[np.ndarray] | None,
+    masks: np.ndarray | None,
+    r: float = DEFAULT_R,
+    quantile: float = DEFAULT_QUANTILE,
+    min_texture: float = DEFAULT_MIN_TEXTURE,
+    reference: tuple[int, int] = REFERENCE_SIZE,
+) -> ScopeResult:
+    """:func:`scope_from_flow` on checked inputs: flow ``[N,H,W,2]``, the clip (or None), its frames'
+    :func:`grey_uint8` images when already made (else made here for the texture test) and the
+    boolean pair masks (or None).  The per-pair steps (speeds, texture test, foreground sums) run on a
+    few threads, a few pairs per task."""
+    pairs, height, width = array.shape[:3]
+    scale = reference_scale(height, width, reference)
+    magnitude = np.empty((pairs, height, width), np.float32)
+    usable = np.ones((pairs, height, width), bool) if masks is None else masks
+    values: list[np.ndarray] = [np.empty(0, np.float32)] * pairs
+
+    def measure(start: int, stop: int) -> None:
+        part = slice(start, stop)
+        np.hypot(array[part, ..., 0], array[part, ..., 1], out=magnitude[part])
+        magnitude[part] *= scale
+        if clip is not None and min_texture > 0:
+            frames = grey[start:stop] if grey is not None else grey_uint8(clip[part])
+            usable[part] &= np.stack([_textured(g, min_texture) for g in frames])
+        for i in range(start, stop):
+            values[i] = magnitude[i][usable[i]]
+
+    run_chunks(measure, pairs, PAIR_CHUNK)
+    threshold = r * _robust_max(values, quantile)
+    counts = np.empty(pairs, np.int64)
+    sums = np.empty(pairs, np.float64)
+
+    def tally(start: int, stop: int) -> None:
+        part = slice(start, stop)
+        foreground = usable[part] & (magnitude[part] > threshold)
+        counts[part] = foreground.sum(axis=(1, 2))
+        sums[part] = np.where(foreground, magnitude[part], 0.0).sum(axis=(1, 2), dtype=np.float64)
+
+    run_chunks(tally, pairs, PAIR_CHUNK)
     per_frame = [float(total / count) if count else 0.0 for total, count in zip(sums, counts, strict=True)]
     fractions = [float(count) / float(height * width) for count in counts]
     if not all(math.isfinite(v) for v in per_frame):

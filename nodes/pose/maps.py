@@ -7,13 +7,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.progress import ProgressFn, no_progress
+from ...core.threads import run_chunks
 from .camera import Camera
-from .render import CAPSULES, capsule_maps, depth_image, depth_shade, draw_hand, draw_openpose, normal_image
+from .render import CAPSULES, capsule_maps, depth_image, depth_shade, normal_image, plan_openpose
 from .skeleton import FACE_INDEX, Pose3D
 
 # A face point is hidden when its outward normal turns away from the camera beyond this cosine:
 # the far eye and ear in a profile, nose and eyes from behind (ears stay, as a detector sees them).
 FACE_CULL_COSINE = -0.15
+# Frames per progress report and per thread task: short enough for a prompt Cancel.
+DRAW_CHUNK = 8
 
 
 @dataclass
@@ -60,34 +63,32 @@ def render_pose_maps(
     progress: ProgressFn | None = None,
     as_float: bool = False,
 ) -> np.ndarray:
-    """OpenPose maps (F, H, W, 3), uint8 or float32 in [0, 1]; reports progress after every frame.
+    """OpenPose maps (F, H, W, 3), uint8 or float32 in [0, 1]; reports progress after every few frames.
 
-    ``as_float`` converts each frame right after drawing, while it is still in cache, which is
-    several times faster than converting the whole batch afterwards (what an IMAGE tensor needs).
+    Every frame's drawing calls are planned at once (:func:`plan_openpose`), then frames are drawn
+    on a few threads straight into the zeroed output.  ``as_float`` draws the float colours
+    themselves (``c / 255`` as float32), so the float maps equal the uint8 ones divided by 255
+    without a conversion pass over the batch (what an IMAGE tensor needs).
     """
-    report = progress or no_progress
     count = projected.xy.shape[0]
     shade = depth_shade(projected.depth, projected.visible) if depth_shading else None
-    out = np.empty((count, height, width, 3), dtype=np.float32 if as_float else np.uint8)
-    inv = np.float32(1.0 / 255.0)
-    for f in range(count):
-        canvas = draw_openpose(
-            projected.xy[f],
-            projected.visible[f],
-            projected.depth[f],
-            width,
-            height,
-            stick_width,
-            None if shade is None else shade[f],
-        )
-        if projected.hands_xy is not None and projected.hands_visible is not None:
-            for side in range(2):
-                draw_hand(canvas, projected.hands_xy[f, side], projected.hands_visible[f, side])
-        if as_float:
-            np.multiply(canvas, inv, out=out[f])
-        else:
-            out[f] = canvas
-        report(f + 1, count)
+    strokes = plan_openpose(
+        projected.xy,
+        projected.visible,
+        projected.depth,
+        stick_width,
+        shade,
+        as_float,
+        projected.hands_xy,
+        projected.hands_visible,
+    )
+    out = np.zeros((count, height, width, 3), dtype=np.float32 if as_float else np.uint8)
+
+    def draw(start: int, stop: int) -> None:
+        for f in range(start, stop):
+            strokes.paint(out[f], f)
+
+    run_chunks(draw, count, DRAW_CHUNK, progress)
     return out
 
 

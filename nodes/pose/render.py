@@ -4,7 +4,9 @@ The OpenPose constants (limb pairs, colours, 0.6× limb colour, stick half-width
 follow the ControlNet annotator so the maps look like what the ControlNet was trained on; the
 drawing code is our own (controlnet_aux pulls every detector on import).  Unlike the annotator we
 draw limbs and joints far-to-near, so a near arm correctly covers the torso behind it, and points
-marked hidden (face turned away, off canvas) are skipped along with their limbs.
+marked hidden (face turned away, off canvas) are skipped along with their limbs.  The drawing
+order, integer geometry and colours of all frames are planned at once with numpy, so painting a
+frame is only the OpenCV calls (about 0.2 ms for a 512² map).
 
 Depth and normal maps come from capsules around the limbs and a sphere for the head, in numpy:
 each pixel takes the nearest surface of the sphere swept along the limb at the pixel's closest
@@ -15,6 +17,7 @@ plane and a close approximation otherwise; no Blender is needed.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -35,57 +38,11 @@ COLORS = np.array(
 LIMB_DIM = 0.6
 
 
-def draw_openpose(
-    xy: np.ndarray,
-    visible: np.ndarray,
-    depth: np.ndarray,
-    width: int,
-    height: int,
-    stick_width: int = 4,
-    shade: np.ndarray | None = None,
-) -> np.ndarray:
-    """One OpenPose map (H, W, 3) uint8 RGB from 18 pixel points of one frame.
-
-    ``depth`` orders drawing far-to-near; ``shade`` (18,) in (0, 1] optionally darkens far points
-    and limbs (the depth-shaded skeleton).
-    """
-    canvas = np.zeros((height, width, 3), dtype=np.uint8)
-    shade = np.ones(18) if shade is None else shade
-    items: list[tuple[float, int, int]] = []  # (depth, kind 0=limb 1=joint, index)
-    # A joint sorts just in front of the nearest limb it ends, so its dot stays on top of its own
-    # limbs (as in the annotator) while nearer body parts still cover it.
-    joint_depth = [float(d) for d in depth]
-    for k, (a, b) in enumerate(LIMBS):
-        if visible[a] and visible[b]:
-            limb_depth = float(depth[a] + depth[b]) / 2.0
-            items.append((limb_depth, 0, k))
-            joint_depth[a] = min(joint_depth[a], limb_depth)
-            joint_depth[b] = min(joint_depth[b], limb_depth)
-    for i in range(18):
-        if visible[i]:
-            items.append((joint_depth[i] - 1e-6, 1, i))
-    items.sort(key=lambda t: (-t[0], t[1]))
-    radius = stick_width
-    for _, kind, k in items:
-        if kind == 0:
-            a, b = LIMBS[k]
-            (x0, y0), (x1, y1) = xy[a], xy[b]
-            mx, my = (x0 + x1) / 2.0, (y0 + y1) / 2.0
-            length = math.hypot(x1 - x0, y1 - y0)
-            angle = math.degrees(math.atan2(y0 - y1, x0 - x1))
-            poly = cv2.ellipse2Poly((int(mx), int(my)), (int(length / 2), stick_width), int(angle), 0, 360, 1)
-            color = COLORS[k] * LIMB_DIM * min(shade[a], shade[b])
-            cv2.fillConvexPoly(canvas, poly, [int(c) for c in color])
-        else:
-            x, y = xy[k]
-            cv2.circle(canvas, (int(x), int(y)), radius, [int(c) for c in COLORS[k] * shade[k]], thickness=-1)
-    return canvas
-
-
 HAND_EDGES = (
     (0, 1), (1, 2), (2, 3), (3, 4), (0, 5), (5, 6), (6, 7), (7, 8), (0, 9), (9, 10),
     (10, 11), (11, 12), (0, 13), (13, 14), (14, 15), (15, 16), (0, 17), (17, 18), (18, 19), (19, 20),
 )  # fmt: skip
+HAND_POINT_COLOR = (0, 0, 255)
 
 
 def _hsv_rainbow(count: int) -> list[list[int]]:
@@ -95,18 +52,138 @@ def _hsv_rainbow(count: int) -> list[list[int]]:
 
 
 HAND_COLORS = _hsv_rainbow(len(HAND_EDGES))
+_A = np.array([a for a, _ in LIMBS])
+_B = np.array([b for _, b in LIMBS])
 
 
-def draw_hand(canvas: np.ndarray, xy: np.ndarray, visible: np.ndarray) -> None:
-    """Draw one 21-point hand in place like the annotator: rainbow edges (width 2), blue points (radius 4)."""
-    for k, (a, b) in enumerate(HAND_EDGES):
-        if visible[a] and visible[b]:
-            cv2.line(
-                canvas, (int(xy[a, 0]), int(xy[a, 1])), (int(xy[b, 0]), int(xy[b, 1])), HAND_COLORS[k], thickness=2
-            )
-    for i in range(21):
-        if visible[i]:
-            cv2.circle(canvas, (int(xy[i, 0]), int(xy[i, 1])), 4, (0, 0, 255), thickness=-1)
+def _paint_values(colours: np.ndarray, as_float: bool) -> list:
+    """Integer RGB colours as the values a uint8 canvas, or a float32 one in [0, 1], receives.
+
+    On a float canvas a colour ``c`` is stored as ``float32(c) * float32(1/255)``: exactly what
+    converting the uint8 drawing to float afterwards gives, so both canvases hold the same picture.
+    """
+    if not as_float:
+        return colours.tolist()
+    return (colours.astype(np.float32) * np.float32(1.0 / 255.0)).astype(np.float64).tolist()
+
+
+@dataclass(frozen=True)
+class OpenPoseStrokes:
+    """The drawing calls of every frame, planned at once with numpy; :meth:`paint` issues one frame's.
+
+    ``order[f]`` lists frame ``f``'s visible items far-to-near: ``0..16`` are limbs (indices into
+    :data:`LIMBS`), ``17..34`` joints.  The other lists hold each item's integer geometry and colour.
+    """
+
+    order: list[list[int]]
+    centres: list  # (F, 17, 2) limb midpoints
+    axes: list  # (F, 17) half-lengths
+    angles: list  # (F, 17) degrees
+    limb_colours: list  # (F, 17, 3)
+    joints: list  # (F, 18, 2)
+    joint_colours: list  # (F, 18, 3)
+    stick_width: int
+    hands: list | None = None  # (F, 2, 21, 2) points, or None
+    hand_edges: list | None = None  # per frame and side, the visible edges' indices
+    hand_points: list | None = None  # per frame and side, the visible points' indices
+    hand_colours: list | None = None
+    hand_point_colour: list | None = None
+
+    def paint(self, canvas: np.ndarray, f: int) -> None:
+        """Draw frame ``f`` into ``canvas`` (H, W, 3), zeros to start with, uint8 or float32."""
+        centres, axes, angles, colours = self.centres[f], self.axes[f], self.angles[f], self.limb_colours[f]
+        joints, joint_colours, stick = self.joints[f], self.joint_colours[f], self.stick_width
+        fill, ellipse, circle = cv2.fillConvexPoly, cv2.ellipse2Poly, cv2.circle
+        for item in self.order[f]:
+            if item < 17:
+                fill(canvas, ellipse(centres[item], (axes[item], stick), angles[item], 0, 360, 1), colours[item])
+            else:
+                circle(canvas, joints[item - 17], stick, joint_colours[item - 17], -1)
+        if self.hands is None:
+            return
+        for side in range(2):
+            points = self.hands[f][side]
+            for k in self.hand_edges[f][side]:
+                a, b = HAND_EDGES[k]
+                cv2.line(canvas, points[a], points[b], self.hand_colours[k], 2)
+            for i in self.hand_points[f][side]:
+                circle(canvas, points[i], 4, self.hand_point_colour, -1)
+
+
+def _truncated(values: np.ndarray) -> np.ndarray:
+    """``int()`` of every value (truncation towards zero); hidden points may hold anything."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(values), values, 0.0).astype(np.int64)
+
+
+def _indices(mask: np.ndarray) -> list:
+    """Per row of a boolean array (..., K), the indices where it is set."""
+    return [_indices(m) for m in mask] if mask.ndim > 1 else np.flatnonzero(mask).tolist()
+
+
+def plan_openpose(
+    xy: np.ndarray,
+    visible: np.ndarray,
+    depth: np.ndarray,
+    stick_width: int = 4,
+    shade: np.ndarray | None = None,
+    as_float: bool = False,
+    hands_xy: np.ndarray | None = None,
+    hands_visible: np.ndarray | None = None,
+) -> OpenPoseStrokes:
+    """Plan the OpenPose maps of all frames: points (F, 18, 2), visibility and depth (F, 18).
+
+    Items are drawn far-to-near by ``depth``; a joint sorts just in front of the nearest limb it
+    ends, so its dot stays on top of its own limbs (as in the annotator) while nearer body parts
+    still cover it; ties keep limbs before joints, each in index order.  ``shade`` (F, 18) in (0, 1]
+    optionally darkens far points and limbs (the depth-shaded skeleton).  Hands (F, 2, 21, 2), when
+    given, are drawn last like the annotator's: rainbow edges of width 2, blue points of radius 4.
+    """
+    count = xy.shape[0]
+    visible = np.asarray(visible, dtype=bool)
+    shade = np.ones((count, 18)) if shade is None else shade
+    limb_visible = visible[:, _A] & visible[:, _B]
+    limb_depth = (depth[:, _A] + depth[:, _B]) / 2.0
+    joint_depth = depth.astype(np.float64, copy=True)
+    for k, (a, b) in enumerate(LIMBS):
+        near = np.where(limb_visible[:, k], limb_depth[:, k], np.inf)
+        np.minimum(joint_depth[:, a], near, out=joint_depth[:, a])
+        np.minimum(joint_depth[:, b], near, out=joint_depth[:, b])
+    key = -np.concatenate([limb_depth, joint_depth - 1e-6], axis=1)
+    shown = np.concatenate([limb_visible, visible], axis=1)
+    key[~shown] = np.inf
+    kind = np.broadcast_to(np.arange(35) >= 17, key.shape)
+    order = np.lexsort((kind, key), axis=-1)  # stable: equal keys keep insertion order
+    counts = shown.sum(axis=1).tolist()
+    p0, p1 = xy[:, _A], xy[:, _B]
+    mid = (p0 + p1) / 2.0
+    delta = p1 - p0
+    length = np.hypot(delta[..., 0], delta[..., 1])
+    angle = np.degrees(np.arctan2(p0[..., 1] - p1[..., 1], p0[..., 0] - p1[..., 0]))
+    dimmest = np.minimum(shade[:, _A], shade[:, _B])[..., None]
+    limb_colours = (COLORS[None, : len(LIMBS)] * LIMB_DIM * dimmest).astype(np.int64)
+    joint_colours = (COLORS[None] * shade[..., None]).astype(np.int64)
+    strokes = {
+        "order": [row[:n] for row, n in zip(order.tolist(), counts, strict=True)],
+        "centres": _truncated(mid).tolist(),
+        "axes": _truncated(length / 2.0).tolist(),
+        "angles": _truncated(angle).tolist(),
+        "limb_colours": _paint_values(limb_colours, as_float),
+        "joints": _truncated(xy).tolist(),
+        "joint_colours": _paint_values(joint_colours, as_float),
+        "stick_width": int(stick_width),
+    }
+    if hands_xy is not None and hands_visible is not None:
+        edge_a = [a for a, _ in HAND_EDGES]
+        edge_b = [b for _, b in HAND_EDGES]
+        strokes |= {
+            "hands": _truncated(hands_xy).tolist(),
+            "hand_edges": _indices(hands_visible[..., edge_a] & hands_visible[..., edge_b]),
+            "hand_points": _indices(hands_visible),
+            "hand_colours": _paint_values(np.array(HAND_COLORS), as_float),
+            "hand_point_colour": _paint_values(np.array(HAND_POINT_COLOR), as_float),
+        }
+    return OpenPoseStrokes(**strokes)
 
 
 def depth_shade(depth: np.ndarray, visible: np.ndarray, near: float = 1.0, far: float = 0.35) -> np.ndarray:
