@@ -210,7 +210,8 @@ def grabcut(frames: np.ndarray, key: np.ndarray, iterations: int = 3) -> list[np
         mask = np.where(distance > 0.25, cv2.GC_PR_FGD, cv2.GC_PR_BGD).astype(np.uint8)
         mask[:4], mask[-4:], mask[:, :4], mask[:, -4:] = cv2.GC_BGD, cv2.GC_BGD, cv2.GC_BGD, cv2.GC_BGD
         bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
-        cv2.grabCut(frame[..., ::-1].copy(), mask, None, bgd, fgd, iterations, cv2.GC_INIT_WITH_MASK)
+        if (mask == cv2.GC_PR_FGD).any():  # grabCut cannot start without a foreground sample (dark on black)
+            cv2.grabCut(frame[..., ::-1].copy(), mask, None, bgd, fgd, iterations, cv2.GC_INIT_WITH_MASK)
         out.append(np.isin(mask, (cv2.GC_FGD, cv2.GC_PR_FGD)).astype(np.float32))
     return [np.stack(out)]
 
