@@ -78,6 +78,7 @@ def main() -> None:
                 # A fresh user folder opens the template browser on start: close it, as a user would.
                 page.keyboard.press("Escape")
                 page.evaluate("document.querySelectorAll('.p-dialog-mask').forEach(e => e.remove())")
+                page.evaluate("window.app.extensionManager.setting.set('Comfy.Minimap.Visible', false)")
                 linked = dict(page.evaluate(BUILD, ["sprite.png"]))
                 if not (linked.get("image") and linked.get("mask")):
                     sys.exit(f"the wiring did not take: {linked}")
