@@ -6,7 +6,10 @@ Run: ``python bench/sprite_anchor.py [--baseline-ref main]`` (needs the arcade w
 1. Kenney's six CC0 walks at 512x320 with ±4 px planted jitter (true alpha, so the matte does not
    enter): ms/frame of stabilise and the head's horizontal span against the drawn walk's, new vs the
    ``nodes/sprite`` of ``--baseline-ref`` measured in the same run (interleaved).  Goal: <= 5 ms/frame.
-2. The shipped run cycle (mannequin render) crossing the frame with a shaken camera: how far the hips
+2. The same walks at 1x and 2x with ±2/3/4 px shake on both axes (seeds 0-9): how far the feet line of the
+   frames in contact still moves after ``lock``, new vs ``--baseline-ref``; and the offsets of the walks
+   with no shake (0: nothing added).
+3. The shipped run cycle (mannequin render) crossing the frame with a shaken camera: how far the hips
    wander after stabilising, by the rig root (pose_keypoint) and by the body estimate alone.
 """
 
@@ -60,6 +63,51 @@ def kenney(ref: str) -> None:
             )
 
 
+def vertical(ref: str) -> None:
+    """Feet line of the frames in contact after ±4 px shake (both axes), new vs ``ref``, and a clip with no shake."""
+    from gameanim.nodes.sprite import anchor
+
+    from tests.support import sprite_real as real
+    from tests.support import sprite_shake as shake
+
+    if real.wheel_path() is None:
+        print(f"vertical: skipped ({real.WHEEL} not in .cache/test-assets)")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        baseline_sprite(ref, Path(tmp))
+        base = importlib.import_module("gameanim_base.nodes.sprite.anchor")
+        print(
+            f"Kenney walks (all six), shake on both axes, seeds 0-9: feet-line spread of the frames in contact, new / {ref}:"
+        )
+        walks = {}
+        for character in real.CHARACTERS:
+            rgb, alpha = real.walk_cycle(character)
+            walks[character, 1] = (rgb, alpha)
+            walks[character, 2] = (np.zeros((8, 320, 384, 3), np.float32), real.composite(character, (0, 0, 0))[1])
+        for scale in (1, 2):
+            for amp in (2, 3, 4):
+                spreads = {"new": [], "old": []}
+                for character in real.CHARACTERS:
+                    rgb, alpha = walks[character, scale]
+                    drawn = anchor.ground_y(alpha)
+                    contact = drawn == drawn.max()
+                    for seed in range(10):
+                        shifted, shaken, _ = shake.shaken(rgb, alpha, amp, seed)
+                        for name, module in (("new", anchor), ("old", base)):
+                            feet = anchor.ground_y(module.stabilise(shifted, shaken).alpha)
+                            spreads[name].append(np.ptp(feet[contact]))
+                print(
+                    f"  {scale}x, ±{amp} px: worst {max(spreads['new']):.0f} / {max(spreads['old']):.0f} px, "
+                    f"mean {np.mean(spreads['new']):.2f} / {np.mean(spreads['old']):.2f} px"
+                )
+        for scale in (1, 2):
+            still = {
+                k: max(np.ptp(m.stabilise(*walks[c, scale]).offsets, axis=0).max() for c in real.CHARACTERS)
+                for k, m in (("new", anchor), ("old", base))
+            }
+            print(f"  {scale}x, no shake: largest offset spread {still['new']} / {still['old']} px")
+
+
 def rig_root() -> None:
     from gameanim.nodes.sprite import operations
 
@@ -91,6 +139,7 @@ def main() -> None:
     args = parser.parse_args()
     import_pack()
     kenney(args.baseline_ref)
+    vertical(args.baseline_ref)
     rig_root()
 
 

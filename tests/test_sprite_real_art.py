@@ -13,7 +13,9 @@ import gameanim.nodes.sprite.matte as matte
 import numpy as np
 import pytest
 from support import sprite_real as real
+from support import sprite_shake as shake
 from support import sprite_synth as synth
+from support.rig_renders import rendered_clip
 
 # Parts drawn in the key's own colour that the matte still cannot tell from background keep a
 # lower bound (measured minimum over 8 frames, clean / generated).  Female person on light grey
@@ -161,3 +163,103 @@ def test_root_motion_is_removed_and_reported():
     travel = result.offsets[0, 0] - result.offsets[:, 0]
     np.testing.assert_allclose(travel, 6 * np.arange(t), atol=1)
     assert np.ptp(anchor.head_x(result.alpha)) <= np.ptp(anchor.head_x(alpha)) + 1
+
+
+def contact_spread(alpha: np.ndarray, contact: np.ndarray) -> float:
+    """How far the feet line of the frames in ``contact`` moves (rows)."""
+    return float(np.ptp(anchor.ground_y(alpha)[contact]))
+
+
+@pytest.mark.parametrize("scale", [1, 2])
+@pytest.mark.parametrize("amp", [2, 4])
+def test_vertical_jitter_is_levelled_on_the_frames_in_contact(amp, scale):
+    """Planted shake (both axes) on every Kenney walk: the feet line of the frames in contact is levelled
+    exactly (the ground line is a measurement, not an estimate), at 1x and 2x, over several seeds."""
+    for character in real.CHARACTERS:
+        rgb, alpha = real.walk_cycle(character)
+        if scale == 2:
+            _, alpha, _ = real.composite(character, real.KEYS["black"])
+            rgb = np.repeat(alpha[..., None], 3, axis=-1)
+        drawn = anchor.ground_y(alpha)
+        contact = drawn == drawn.max()  # frame 0 of every walk has both feet drawn up
+        for seed in (0, 1, 2):
+            frames, shaken, planted = shake.shaken(rgb, alpha, amp, seed)
+            assert np.ptp(anchor.ground_y(shaken)[contact]) >= amp  # the shake is really there
+            result = anchor.stabilise(frames, shaken)
+            assert contact_spread(result.alpha, contact) <= 1, (character, seed, anchor.ground_y(result.alpha))
+            # The vertical offsets undo the planted shake on the frames in contact, up to one common shift.
+            assert np.ptp((result.offsets[:, 1] + planted[:, 1])[contact]) == 0, (character, seed)
+
+
+@pytest.mark.parametrize("key, generated", [("black", False), ("white", True), ("green", True)])
+def test_vertical_jitter_is_levelled_through_the_matte(key, generated):
+    """The same on keyed frames (the generated look: gradient, noise, JPEG): the matte's feet line is
+    what gets levelled."""
+    for character in real.CHARACTERS:
+        _, source, _ = real.composite(character, real.KEYS["black"])
+        drawn = anchor.ground_y(source)
+        contact = drawn == drawn.max()
+        frames, _, _ = real.composite(character, real.KEYS[key], jitter=4, seed=5, generated=generated)
+        _, alpha, _ = matte.remove_background(frames)
+        result = anchor.stabilise(frames, alpha)
+        assert contact_spread(result.alpha, contact) <= 1, (character, anchor.ground_y(result.alpha))
+
+
+def test_clip_drawn_in_place_comes_out_as_drawn():
+    """Nothing is added to a walk with no shake: every frame gets the same offset on both axes (the drawn
+    foot lift of frame 0 included), and the frames are the input's, cropped."""
+    for character in real.CHARACTERS:
+        rgb, alpha = real.walk_cycle(character)
+        result = anchor.stabilise(rgb, alpha)
+        assert np.ptp(result.offsets, axis=0).max() == 0, (character, result.offsets)
+        (dx, dy), (h, w) = result.offsets[0], result.alpha.shape[1:]
+        pad = ((0, 0), (max(0, dy), max(0, h - dy - alpha.shape[1])), (max(0, dx), max(0, w - dx - alpha.shape[2])))
+        y0, x0 = max(0, dy) - dy, max(0, dx) - dx  # the canvas's origin in the padded input
+        np.testing.assert_array_equal(result.alpha, np.pad(alpha, pad)[:, y0 : y0 + h, x0 : x0 + w])
+        np.testing.assert_array_equal(result.rgb, np.pad(rgb, (*pad, (0, 0)))[:, y0 : y0 + h, x0 : x0 + w])
+
+
+def test_jump_drawn_in_place_keeps_its_arc():
+    """A jump with no shake: no frame moves vertically (the body-x estimate of the differently drawn
+    jump and fall poses may still move x, within the drawn lean)."""
+    for character in real.CHARACTERS:
+        rgb, alpha, lift = shake.kenney_jump(character)
+        result = anchor.stabilise(rgb, alpha)
+        assert np.ptp(result.offsets[:, 1]) == 0, (character, result.offsets)
+        feet = anchor.ground_y(result.alpha)
+        np.testing.assert_array_equal(feet[0] - feet, lift)
+
+
+@pytest.mark.parametrize("character", ["robot", "female_person", "zombie"])
+def test_jump_keeps_its_height(character):
+    """A jump (Kenney's idle/jump/fall poses on an 80 px arc, 2x) under ±4 px shake: the frames standing
+    are levelled exactly, the airborne ones keep their height above the ground within their own shake
+    (which nothing in a lone frame in the air can measure) and the arc is not flattened."""
+    rgb, alpha, lift = shake.kenney_jump(character)
+    ground = lift == 0
+    for seed in range(4):
+        frames, shaken, _ = shake.shaken(rgb, alpha, 4, seed)
+        result = anchor.stabilise(frames, shaken)
+        feet = anchor.ground_y(result.alpha)
+        assert np.ptp(feet[ground]) == 0, (seed, feet)
+        height = feet[ground][0] - feet
+        assert np.abs(height - lift).max() <= 2 * anchor.MAX_JITTER, (seed, height)
+        assert height.max() >= lift.max() - anchor.MAX_JITTER, (seed, height)
+
+
+@pytest.mark.parametrize("character", ["BCN_Epileptic", "Testwuson"])
+def test_vertical_jitter_on_rendered_characters(character):
+    """3-D-rendered clips (a human's jump, a bull's run; see ``support/rig_renders.py``) under ±4 px
+    shake: the frames standing are levelled, the jump's airborne frames keep their height above them."""
+    frames, alpha = rendered_clip(character)
+    rgb = frames.astype(np.float32) / 255.0
+    drawn = anchor.ground_y(alpha)
+    contact = drawn >= drawn.max() - 8  # the render's own contact line varies by 5 px (foot roll, perspective)
+    height = np.median(drawn[contact]) - drawn
+    assert (height > 60).any() == (character == "BCN_Epileptic")  # the jump really leaves the ground
+    for seed in range(3):
+        shifted, shaken, _ = shake.shaken(rgb, alpha, 4, seed)
+        feet = anchor.ground_y(anchor.stabilise(shifted, shaken).alpha)
+        assert np.ptp(feet[contact]) <= 1, (seed, feet)
+        kept = feet[contact][0] - feet
+        assert np.abs(kept - height)[~contact].max(initial=0) <= 2 * anchor.MAX_JITTER + 1, (seed, kept, height)

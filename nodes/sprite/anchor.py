@@ -211,25 +211,57 @@ def rig_root_track(estimate: np.ndarray, root_x: np.ndarray, present: np.ndarray
     return track
 
 
-def contact_frames(ground: np.ndarray, height: float, fraction: float = 0.06) -> np.ndarray:
-    """Frames whose feet touch the ground: ground line within ``fraction`` x height (>= 3 px) of the lowest.
+# Planted jitter up to this many pixels either way is levelled on the frames in contact: a frame
+# shaken 4 px up must not be read as airborne next to one shaken 4 px down.
+MAX_JITTER = 4
 
-    In a run or a jump the others are in the air; they keep their height above the ground.
+
+def contact_frames(ground: np.ndarray, height: float, fraction: float = 0.04) -> np.ndarray:
+    """Frames whose feet touch the ground: ground line within a tolerance of the lowest.
+
+    The tolerance is the span of :data:`MAX_JITTER` either way plus a pixel, so a frame shaken up
+    still counts as standing next to one shaken down, plus ``fraction`` x height for the contact
+    line a drawing or a render varies by itself (a foot rolling onto its toes, the far hoof of a
+    perspective render standing higher on screen than the near one).  In a run or a jump the others
+    are in the air; they keep their height above the ground.  A hop lower than the tolerance cannot
+    be told from jitter and is levelled.
     """
     valid = ~np.isnan(ground)
     if not valid.any():
         return valid
     lowest = np.nanmax(ground)
-    return valid & (ground >= lowest - max(3.0, fraction * height))
+    return valid & (ground >= lowest - (2 * MAX_JITTER + 1.0 + fraction * height))
+
+
+def ground_row(ground: np.ndarray, contact: np.ndarray) -> tuple[float, np.ndarray]:
+    """The row the feet are levelled onto, and the frames levelled onto it.
+
+    The ground line of a frame in contact is an exact measurement, so ``lock`` puts it on one row:
+    the median of the frames in contact.  A clip drawn in place stands on one row: when at least
+    three quarters of the frames in contact, and four or more, share the lowest row exactly (shaken
+    rows coincide like that once in hundreds of 8-frame clips), the frames a little above
+    it are a lift the artist drew (every Kenney walk raises both feet on one frame), not jitter, and
+    keep it.  Planted jitter scatters the rows, and shaken frames below the median row make the
+    lowest row a minority, so a shaken clip is levelled in full.
+    """
+    lowest = np.nanmax(ground[contact])
+    standing = (contact & (ground == lowest)).sum()
+    if standing >= 4 and 4 * standing >= 3 * contact.sum():
+        return float(lowest), contact & (ground == lowest)
+    return float(np.rint(np.median(ground[contact]))), contact
 
 
 def target_track(
-    points: np.ndarray, mode: str = "lock", sigma: float = 2.0, contact: np.ndarray | None = None
+    points: np.ndarray,
+    mode: str = "lock",
+    sigma: float = 2.0,
+    contact: np.ndarray | None = None,
+    row: float | None = None,
 ) -> np.ndarray:
     """Where each frame's pivot should go (input pixel coordinates), ignoring empty frames.
 
-    With ``contact`` (feet pivot), frames in the air get the vertical shift of the nearest frames
-    in contact, so a jump keeps its height while the ground line is locked.
+    With ``contact`` (feet pivot), frames in the air get the vertical shift of the frames in contact,
+    so a jump keeps its height while the ground line is locked (onto ``row`` when given).
     """
     if mode not in MODES:
         raise InputError(f"Unknown stabilise mode {mode!r}; choose one of {', '.join(MODES)}.")
@@ -245,10 +277,16 @@ def target_track(
     ref = contact if contact is not None and contact.any() else valid
     if mode == "lock":
         target = np.broadcast_to(np.median(points[ref], axis=0), points.shape).copy()
+        if row is not None:
+            target[:, 1] = row
     else:
         target = gaussian_filter1d(filled, sigma=max(sigma, 1e-3), axis=0, mode="nearest")
     if contact is not None and contact.any() and not contact[valid].all():
-        shift_y = np.interp(idx, idx[contact], (target - filled)[contact, 1])
+        # ``lock``: the shake of a frame in the air is unknown and independent of its neighbours', so
+        # it gets the typical shift of the frames in contact; ``smooth``: the shift of the nearest
+        # frames in contact, which follows a slow drift.
+        shifts = (target - filled)[contact, 1]
+        shift_y = np.full(len(idx), np.median(shifts)) if mode == "lock" else np.interp(idx, idx[contact], shifts)
         air = valid & ~contact
         target[air, 1] = filled[air, 1] + shift_y[air]
     return target
@@ -286,17 +324,20 @@ def stabilise(
     points = anchor_points(alpha, anchor, threshold)
     if root_x is not None:
         points[:, 0] = rig_root_track(points[:, 0], root_x, boxes[:, 0] >= 0)
-    contact = None
+    contact, row = None, None
     if anchor == "feet":
         heights = (boxes[:, 3] - boxes[:, 1]).astype(np.float64)
         contact = contact_frames(points[:, 1], float(np.median(heights[boxes[:, 0] >= 0])))
-    target = target_track(points, mode, sigma, contact)
+        if mode == "lock":
+            row, contact = ground_row(points[:, 1], contact)
+    target = target_track(points, mode, sigma, contact, row)
     shift = np.nan_to_num(np.rint(target - points), nan=0.0).astype(np.int64)
     # The body estimate of a clip drawn in place wanders by a pixel (limbs move); correcting that
     # would add motion the artist did not draw.  So an axis whose shifts all stay within
     # ``deadband`` px is left alone: an aligned clip comes out exactly as it went in.  The rig
-    # root does not wander, so its x needs no dead band.
-    band = np.array([0 if root_x is not None else deadband, deadband])
+    # root does not wander, so its x needs no dead band, and neither does a locked ground line:
+    # it is an exact measurement, already level on a clip drawn in place (see :func:`ground_row`).
+    band = np.array([0 if root_x is not None else deadband, 0 if row is not None else deadband])
     still = np.abs(shift).max(axis=0) <= band
     shift[:, still] = 0
     present = boxes[:, 0] >= 0
