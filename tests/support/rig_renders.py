@@ -3,13 +3,12 @@
 Shaded characters (Blender Workbench) of assimp's test models (see :mod:`support.rig_assets`; ``mrfixit``
 shows its textures, the others a flat material grey) on a solid key: grey on grey, white on white, or
 darkened on black (``shade`` scales the straight colour before the key is composited from the true alpha),
-optionally GIF-dithered as the frames arrive from a GIF.  Renders are cached per process; they need
-``GAMEANIM_BLENDER``.
+optionally GIF-dithered as the frames arrive from a GIF (:func:`.sprite_sources.gif_dithered`).  Renders are
+cached per process; they need ``GAMEANIM_BLENDER``.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import tempfile
 from functools import lru_cache
@@ -18,6 +17,7 @@ import numpy as np
 import pytest
 
 from .rig_assets import FACING, require_character
+from .sprite_sources import gif_dithered
 
 ENV_VAR = "GAMEANIM_BLENDER"
 ACTIONS = {"Testwuson": "Wuson_Run", "BCN_Epileptic": "Epileptisch", "mrfixit": "idle"}
@@ -66,17 +66,3 @@ def rendered_clip(
     keyed = colour * alpha[..., None] + np.asarray(key, np.float32) * (1.0 - alpha[..., None])
     keyed = np.clip(np.rint(keyed), 0, 255).astype(np.uint8)
     return (gif_dithered(keyed) if gif else keyed), alpha
-
-
-def gif_dithered(frames: np.ndarray) -> np.ndarray:
-    """The frames as a GIF stores them: 256-colour palette per frame, Floyd–Steinberg dithered."""
-    from PIL import Image
-
-    out = []
-    for frame in frames:
-        buffer = io.BytesIO()
-        Image.fromarray(frame).quantize(256, dither=Image.Dither.FLOYDSTEINBERG).save(buffer, "GIF")
-        buffer.seek(0)
-        with Image.open(buffer) as img:
-            out.append(np.asarray(img.convert("RGB")))
-    return np.stack(out)

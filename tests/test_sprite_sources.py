@@ -1,0 +1,103 @@
+"""Sprite material of other games (``support/sprite_sources.py``): the material itself, the metric, and the
+matte on it where it meets the issue-22 bounds (gross error <= 0.5 % of the character in the median frame,
+<= 2 % in the worst, outside a 1-px band around the true contour).
+
+``frozen_bubble`` is held out: no matte decision was tuned on it.  The near-key keys (white, greys, black)
+do not meet the bounds yet on this material (docs/sprite.md has the figures); they are measured by
+``bench/sprite.py``, not asserted here.
+"""
+
+from __future__ import annotations
+
+import gameanim.nodes.sprite.matte as matte
+import numpy as np
+import pytest
+from support import sprite_sources as sources
+
+HAND_DRAWN = ["tuxmath_penguin", "tuxmath_tux", "pingus", "frozen_bubble"]
+SATURATED = ["green", "blue", "magenta"]
+
+
+def small(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The first 6 frames of a source (the tests stay fast)."""
+    rgb, alpha = sources.sources()[name].load()
+    return rgb[:6], alpha[:6]
+
+
+def test_registry_holds_real_sprites_with_true_alpha_and_a_free_licence():
+    registry = sources.sources()
+    assert {"tuxmath_penguin", "tuxmath_tux", "frozen_bubble", "pingus"} <= set(registry)
+    assert sources.HELD_OUT[0] in registry
+    for name, source in registry.items():
+        rgb, alpha = source.load()
+        assert rgb.shape[:3] == alpha.shape and rgb.shape[-1] == 3 and len(alpha) >= 6, name
+        assert alpha.min() == 0.0 and alpha.max() == 1.0, name  # transparent around, opaque inside
+        if source.pixel_art:
+            assert set(np.unique(alpha)) == {0.0, 1.0}, name
+        assert "GPL" in source.licence or "CC0" in source.licence, name
+    for name in ("tuxmath_penguin", "frozen_bubble", "kenney_robot"):  # drawn with anti-aliased edges
+        alpha = registry[name].load()[1]
+        assert ((alpha > 0) & (alpha < 1)).mean() > 0.001, name
+
+
+@pytest.mark.parametrize("interpolation", ["nearest", "bilinear", "bicubic"])
+def test_composite_is_the_sprite_over_the_key_with_its_alpha(interpolation):
+    rgb, alpha = small("tuxmath_tux")
+    key = sources.KEYS["green"]
+    frames, truth = sources.composite(rgb, alpha, key, interpolation=interpolation)
+    assert frames.shape[:3] == truth.shape and truth.shape[1] % 2 == 0 and truth.shape[2] % 2 == 0
+    np.testing.assert_allclose(frames[truth == 0], np.broadcast_to(key, frames[truth == 0].shape), atol=0.5 / 255)
+    area = (alpha > 0.5).sum(axis=(1, 2)) * 9
+    assert np.abs((truth > 0.5).sum(axis=(1, 2)) / area - 1).max() < 0.05  # 3x the size, 9x the area
+
+
+@pytest.mark.parametrize("form", ["gif", "jpeg", "h264"])
+def test_published_forms_degrade_the_frames_as_files_do(form):
+    rgb, alpha = small("tuxmath_penguin")
+    clean, _ = sources.composite(rgb, alpha, sources.KEYS["mid_grey"], jitter=0)
+    published, _ = sources.composite(rgb, alpha, sources.KEYS["mid_grey"], jitter=0, publish=form)
+    assert published.shape == clean.shape
+    error = np.abs(published - clean)
+    assert 0.0005 < error.mean() < 0.03, error.mean()  # changed, and still the same picture
+    if form == "gif":
+        for frame in published:
+            assert len(np.unique(frame.reshape(-1, 3), axis=0)) <= 256
+
+
+def test_gross_error_forgives_the_contour_band_only():
+    truth = np.zeros((40, 40), np.float32)
+    truth[10:30, 10:30] = 1.0
+    assert sources.gross_error(np.roll(truth, 1, axis=1), truth) == 0.0  # 1 px off everywhere: the band
+    holed = truth.copy()
+    holed[18:21, 18:21] = 0.0  # a hole deep inside
+    assert sources.gross_error(holed, truth) == pytest.approx(9 / 400)
+    assert sources.gross_error(np.roll(truth, 3, axis=1), truth) > 0.05
+
+
+def test_key_coloured_sprites_are_not_fair_on_their_own_key():
+    rgb, alpha = small("tuxmath_penguin")
+    assert sources.key_share(alpha, rgb, sources.KEYS["black"]) > 0.05  # a black body on black
+    assert sources.key_share(alpha, rgb, sources.KEYS["green"]) == 0.0
+
+
+@pytest.mark.parametrize("generated", [False, True], ids=["plain", "generated"])
+@pytest.mark.parametrize("name", HAND_DRAWN)
+def test_matte_meets_the_bounds_on_saturated_keys(name, generated):
+    """Hand-drawn sprites of other games, 3x bicubic (pixel art: 4x nearest) with ±3 px jitter, on each
+    saturated key, plain and with a generated look.  Measured, today's matte: at most 0.1 % median and
+    0.2 % worst frame on every source, the held-out one included."""
+    rgb, alpha = small(name)
+    pixel = sources.sources()[name].pixel_art
+    for key in SATURATED:
+        frames, truth = sources.composite(
+            rgb,
+            alpha,
+            sources.KEYS[key],
+            scale=4 if pixel else 3,
+            interpolation="nearest" if pixel else "bicubic",
+            generated=generated,
+            seed=1,
+        )
+        _, found, _ = matte.remove_background(frames)
+        median, worst, _ = sources.clip_scores(found, truth)
+        assert median <= 0.005 and worst <= 0.02, (name, key, median, worst)
