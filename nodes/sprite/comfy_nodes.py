@@ -17,7 +17,7 @@ from ...core.errors import InputError
 from ...core.paths import SAMPLE_DATA, confined
 from ...core.preview import animation_preview
 from ..common import IMAGE_TIP, MASK_TIP, category, field, mask_inputs, mask_is_input, next_free_name
-from .options import ANCHORS, EXPORT_FORMATS, GODOT_CHOICES, LAYOUTS, PALETTE_METHODS, TIMING_OPS
+from .options import ANCHORS, EXPORT_FORMATS, GODOT_CHOICES, LAYOUTS, PALETTE_METHODS, PALETTE_SCOPES, TIMING_OPS
 from .options import STABILISE_MODES as MODES
 
 NOT_SOLID_CHOICES = ("stop", "keep opaque")
@@ -363,27 +363,31 @@ class GameAnimSpriteTiming:
 
 
 class GameAnimSpritePixelArt:
-    """Nearest downscale, one clip palette, binary alpha, optional outline."""
+    """Nearest downscale, one palette for all the clips of a character, binary alpha, optional outline."""
 
     DESCRIPTION = (
-        "Converts frames to pixel art: nearest-neighbour downscale to width x height, one palette for the whole clip "
-        "(k-means or median cut, PICO-8, or a .hex/.gpl file from the input folder), binary alpha, optional 1-px outline."
+        "Converts frames to pixel art: nearest-neighbour downscale to width x height, one palette (k-means or median "
+        "cut, PICO-8, or a .hex/.gpl file from the input folder), binary alpha, optional 1-px outline. A list of clips "
+        "(e.g. VC2 Action Set's actions) is converted together: with palette_scope all_clips one palette is fitted "
+        "over every clip, so each animation of the character uses the same colours; each_clip fits one per clip."
     )
     CATEGORY = category("Sprite", "PixelArt")
     FUNCTION = "run"
+    INPUT_IS_LIST = True  # every clip of an action set at once, so one palette can be fitted over all of them
     RETURN_TYPES = ("IMAGE", "MASK")
     RETURN_NAMES = ("image", "mask")
-    OUTPUT_TOOLTIPS = ("Pixel-art frames.", "Binary alpha.")
+    OUTPUT_IS_LIST = (True, True)
+    OUTPUT_TOOLTIPS = ("Pixel-art frames (one clip per input clip).", "Binary alpha (one per input clip).")
 
     @classmethod
     def INPUT_TYPES(cls) -> dict:
         return {
             "required": {
-                "image": field("IMAGE", IMAGE_TIP),
+                "image": field("IMAGE", IMAGE_TIP + " A list of clips is converted together (see palette_scope)."),
                 "width": field("INT", "Sprite width in pixels after downscaling.", default=64, min=1, max=4096),
                 "height": field("INT", "Sprite height in pixels after downscaling.", default=64, min=1, max=4096),
                 "palette": field(
-                    list(PALETTE_METHODS), "Palette: none, kmeans / median_cut (from the clip), pico8, or file."
+                    list(PALETTE_METHODS), "Palette: none, kmeans / median_cut (from the clips), pico8, or file."
                 ),
                 "colours": field("INT", "Palette size for kmeans / median_cut.", default=16, min=1, max=256),
                 "palette_file": field(
@@ -400,43 +404,58 @@ class GameAnimSpritePixelArt:
                     control_after_generate=True,
                 ),
             },
-            "optional": mask_inputs(),
+            "optional": {
+                **mask_inputs(),
+                "palette_scope": field(
+                    list(PALETTE_SCOPES),
+                    "For a list of clips (a character's actions): all_clips fits one kmeans / median_cut palette over "
+                    "every clip, so all animations share the same colours; each_clip fits one palette per clip.",
+                    default="all_clips",
+                ),
+            },
         }
 
     def run(
         self,
-        image: Any,
-        width: int,
-        height: int,
-        palette: str,
-        colours: int,
-        palette_file: str,
-        outline: bool,
-        outline_colour: str,
-        seed: int,
-        mask: Any | None = None,
-        mask_is: str = "alpha",
+        image: list[Any],
+        width: list[int],
+        height: list[int],
+        palette: list[str],
+        colours: list[int],
+        palette_file: list[str],
+        outline: list[bool],
+        outline_colour: list[str],
+        seed: list[int],
+        mask: list[Any] | None = None,
+        mask_is: list[str] | None = None,
+        palette_scope: list[str] | None = None,
     ) -> tuple:
         from ...core.frames import to_tensor
         from . import operations
         from .pixelart import hex_palette, load_palette
 
-        pal = load_palette(confined(host.input_dir(), palette_file)) if palette == "file" else None
-        colour = hex_palette([outline_colour])[0] if outline else None
-        rgb, alpha, _ = operations.pixelate(
-            image,
-            mask,
-            width,
-            height,
-            mask_is,
-            palette=palette,
-            colours=colours,
+        masks = list(mask) if mask else [None] * len(image)
+        if len(masks) != len(image):
+            raise InputError(f"{len(image)} clips arrived with {len(masks)} masks; give one mask per clip or none.")
+        scope = palette_scope[0] if palette_scope else "all_clips"
+        if scope not in PALETTE_SCOPES:
+            raise InputError(f"Unknown palette_scope {scope!r}; choose one of {', '.join(PALETTE_SCOPES)}.")
+        pal = load_palette(confined(host.input_dir(), palette_file[0])) if palette[0] == "file" else None
+        colour = hex_palette([outline_colour[0]])[0] if outline[0] else None
+        results = operations.pixelate_clips(
+            list(zip(image, masks, strict=True)),
+            width[0],
+            height[0],
+            mask_is[0] if mask_is else "alpha",
+            palette=palette[0],
+            colours=colours[0],
             palette_colours=pal,
             outline_colour=colour,
-            seed=seed,
-            progress=host.progress(len(image)),
+            seed=seed[0],
+            progress=host.progress(sum(len(clip) for clip in image)),
+            shared=scope == "all_clips",
         )
-        return to_tensor(rgb), to_tensor(alpha)
+        return [to_tensor(rgb) for rgb, _, _ in results], [to_tensor(alpha) for _, alpha, _ in results]
 
 
 class GameAnimSpriteSheet:

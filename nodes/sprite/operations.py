@@ -261,6 +261,13 @@ def pixelate(
     return pixelart.pixelate(arr, a, width, height, **kwargs)
 
 
+def pixelate_clips(
+    clips: list[tuple[Any, Any | None]], width: int, height: int, mask_is: str = "alpha", **kwargs: Any
+) -> list[tuple[np.ndarray, np.ndarray, Any]]:
+    """:func:`.pixelart.pixelate_clips` on ``(image, mask)`` tensor pairs; numpy ``[(rgb, alpha, palette)]``."""
+    return pixelart.pixelate_clips([rgb_alpha(rgb, alpha, mask_is) for rgb, alpha in clips], width, height, **kwargs)
+
+
 def export_animation(
     rgb: Any,
     alpha: Any | None,
