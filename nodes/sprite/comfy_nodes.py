@@ -219,7 +219,8 @@ class GameAnimSpriteStabilise:
         "Alpha on the fixed canvas.",
         "JSON: offsets [[dx,dy],...] (input pixel (x,y) lands on (x+dx,y+dy)); root_motion [[x,y],...] (the steady "
         "travel taken out, px from frame 0: add it to the sprite's position; connect to Save Sprite Sheet's "
-        "root_motion); canvas; anchor.",
+        "root_motion); pivot [[x,y],...] (each frame's anchor on the canvas, px; the sheet's sprite pivots); "
+        "canvas; anchor.",
     )
 
     @classmethod
@@ -282,6 +283,7 @@ class GameAnimSpriteStabilise:
         info = {
             "offsets": result.offsets.tolist(),
             "root_motion": np.round(root_travel(result.offsets), 2).tolist(),
+            "pivot": [None if np.isnan(p).any() else np.round(p, 2).tolist() for p in result.anchor],
             "canvas": {"w": int(w), "h": int(h)},
             "anchor": anchor,
             "x_from": "rig_root" if pose_keypoint is not None else anchor,
@@ -463,8 +465,10 @@ class GameAnimSpriteSheet:
 
     DESCRIPTION = (
         "Packs the frames on one sheet (grid or trimmed+packed, padding, edge extrusion, optional power-of-two size) "
-        "and saves <prefix>_NNNNN.png with atlas files: TexturePacker JSON (Phaser/PixiJS), Aseprite JSON, Godot "
-        "SpriteFrames .tres. Frame durations come from fps (merge_holds turns repeated frames into longer durations). "
+        "and saves <prefix>_NNNNN.png with atlas files: TexturePacker JSON (Phaser/PixiJS), Aseprite JSON (with a "
+        "pivot slice), Godot SpriteFrames .tres, and Unity's <sheet>.png.meta (Multiple sprite mode, point filter, "
+        "no compression, one sprite per frame pivoted at its anchor) with <sheet>.unity.json (durations, root "
+        "motion). Frame durations come from fps (merge_holds turns repeated frames into longer durations). "
         "A list of clips (e.g. VC2 Action Set's clips, through any sprite nodes) becomes one sheet with one named "
         "animation per clip: Aseprite tags, PixiJS/Phaser animations, one Godot animation each."
     )
@@ -525,7 +529,8 @@ class GameAnimSpriteSheet:
                     "Stabilise's offsets_json (one per clip for a list): each frame of the atlas gets root {x, y}, "
                     "the travel Stabilise took out in sheet pixels from the animation's first frame; the engine "
                     "adds it to the sprite's position (JSON: frame key root, Phaser frame.customData.root; Godot: "
-                    "root_motion metadata).",
+                    "root_motion metadata; Unity: .unity.json). Its pivot track becomes the sprites' pivots (Unity, "
+                    "Aseprite slice); without it the pivot is the bottom centre of the frame.",
                     forceInput=True,
                 ),
             },
@@ -586,6 +591,7 @@ class GameAnimSpriteSheet:
         aseprite_json, godot = aseprite_json[0], godot[0]
         formats = ["texturepacker_hash"] + (["aseprite_hash"] if aseprite_json else [])
         formats += {"godot4": ["godot4"], "godot3": ["godot3"], "both": ["godot4", "godot3"], "none": []}[godot]
+        formats += ["unity_meta", "unity_json"]
         written = operations.write_sheet(built, host.output_dir(), name, tuple(formats))
         atlas = Path(written[1]).read_text(encoding="utf-8")
         rgba = built.rgba.astype(np.float32) / 255.0
