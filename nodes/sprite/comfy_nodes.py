@@ -16,7 +16,17 @@ from ...core import host
 from ...core.errors import InputError
 from ...core.paths import SAMPLE_DATA, confined
 from ...core.preview import animation_preview
-from ..common import IMAGE_TIP, MASK_TIP, category, field, mask_inputs, mask_is_input, next_free_name
+from ..common import (
+    IMAGE_TIP,
+    MASK_TIP,
+    category,
+    field,
+    mask_inputs,
+    mask_is_input,
+    next_free_name,
+    output_entry,
+    output_files,
+)
 from .options import ANCHORS, EXPORT_FORMATS, GODOT_CHOICES, LAYOUTS, PALETTE_METHODS, PALETTE_SCOPES, TIMING_OPS
 from .options import STABILISE_MODES as MODES
 
@@ -44,15 +54,6 @@ def _durations_ms(timing: dict | None, fps: float, frames: int) -> list[float] |
             "timing of the same Timing Chart node (frame-count changes in between break the pairing)."
         )
     return [d * 1000.0 / fps for d in durations]
-
-
-def _ui_entry(path: Path) -> dict[str, str]:
-    rel = path.resolve().relative_to(host.output_dir().resolve())
-    return {
-        "filename": rel.name,
-        "subfolder": rel.parent.as_posix() if rel.parent != Path(".") else "",
-        "type": "output",
-    }
 
 
 class GameAnimSpriteLoadFrames:
@@ -596,7 +597,11 @@ class GameAnimSpriteSheet:
         atlas = Path(written[1]).read_text(encoding="utf-8")
         rgba = built.rgba.astype(np.float32) / 255.0
         return {
-            "ui": {"images": [_ui_entry(written[0])], "text": [", ".join(p.name for p in written)]},
+            "ui": {
+                "images": [output_entry(written[0])],
+                **output_files(written[1:]),
+                "text": [", ".join(p.name for p in written)],
+            },
             "result": (to_tensor(rgba[None, ..., :3]), to_tensor(rgba[None, ..., 3]), atlas),
         }
 
@@ -649,7 +654,7 @@ class GameAnimSpriteExport:
         )
         rgb, alpha = rgb_alpha(image, mask, mask_is)
         image, mask = to_tensor(rgb), to_tensor(alpha)
-        entries = [_ui_entry(p) for p in paths]
+        entries = [output_entry(p) for p in paths]
         ui: dict[str, Any] = {"images": entries}
         if format != "png_sequence":
             ui["animated"] = (True,)

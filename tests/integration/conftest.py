@@ -22,6 +22,7 @@ from .comfy_server import ComfyServer
 from .workflow_models import WORKFLOW_MODELS
 
 ROOT = Path(__file__).resolve().parents[2]
+STANDIN_AUDIO = Path(__file__).resolve().parent / "standin_audio"
 COMFYUI_DIR = os.environ.get("COMFYUI_DIR")
 COMFYUI_PYTHON = os.environ.get("COMFYUI_PYTHON")
 SKIP_REASON = (
@@ -54,6 +55,9 @@ def server(tmp_path_factory):
     base = tmp_path_factory.mktemp("comfy_base")
     for setup in WORKFLOW_MODELS.values():
         setup(base / "models", base / "input")
+    # ComfyUI's audio node definitions even without torchaudio (see standin_audio), for the template comparison.
+    (base / "custom_nodes").mkdir(parents=True, exist_ok=True)
+    (base / "custom_nodes" / "gameanim_test_standin_audio").symlink_to(STANDIN_AUDIO, target_is_directory=True)
     srv = ComfyServer(Path(COMFYUI_DIR), COMFYUI_PYTHON, ROOT, base)
     try:
         srv.start()
