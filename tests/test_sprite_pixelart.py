@@ -119,3 +119,10 @@ def test_pixel_art_node_fits_one_palette_over_the_list_of_clips(tmp_path, monkey
     assert len(set().union(*(_opaque_colours(r.numpy(), m.numpy()) for r, m in zip(rgbs, masks, strict=True)))) > 6
     with pytest.raises(InputError, match="3 clips arrived with 1 masks"):
         node.run(images, *widgets, mask=[masks[0]])
+
+
+def test_api_pixelate_clips_shares_one_palette():
+    clips = [(torch.from_numpy(r), torch.from_numpy(a)) for r, a in real.action_clips("female_person").values()]
+    out = api.pixelate_clips(clips, 48, 64, "median_cut", 5)
+    assert [tuple(r.shape[:3]) for r, _ in out] == [(len(r), 64, 48) for r, _ in clips]
+    assert len(set().union(*(_opaque_colours(r.numpy(), a.numpy()) for r, a in out))) <= 5
