@@ -325,3 +325,20 @@ def test_recorder_dom_widget_is_sent_empty_as_the_frontend_does():
     prompt = ui_to_api(ui, defs)
     assert prompt["1"]["inputs"] == {"audio": ""} and prompt["3"]["inputs"] == {"audio": ""}
     assert prompt["2"]["inputs"] == {"audio": "", "gain": 0.5}
+
+
+def test_seed_without_control_widget_when_the_spec_says_so():
+    """Frontend: an INT named seed gets the control combo unless its spec sets control_after_generate False
+    (ComfyUI's Moonvalley node); a COMBO gets one only when asked."""
+    spec = {
+        "input": {
+            "required": {
+                "seed": ["INT", {"default": 9, "control_after_generate": False}],
+                "noise_seed": ["INT", {"default": 0}],
+                "mode": [["a", "b"], {}],
+                "pick": ["COMBO", {"options": ["x", "y"], "control_after_generate": True}],
+            }
+        },
+        "input_order": {"required": ["seed", "noise_seed", "mode", "pick"]},
+    }
+    assert widget_slots(spec) == ["seed", "noise_seed", None, "mode", "pick", None]

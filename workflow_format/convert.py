@@ -4,8 +4,9 @@ The browser saves *UI* workflows (positional ``widgets_values``, a link table) a
 takes *API* workflows (inputs by name, links as ``[node_id, slot]``).  ComfyUI's backend has no
 converter, so the headless client and our workflow tests need one.  Conversion follows the
 frontend's rules (frontend 1.27): widgets are the inputs whose type is a primitive or a combo,
-in ``required`` then ``optional`` order; an INT/COMBO widget with ``control_after_generate`` (or
-named ``seed``/``noise_seed``) is followed by one extra frontend-only value; links into a widget
+in ``required`` then ``optional`` order; an INT/COMBO widget with ``control_after_generate`` (an INT
+named ``seed``/``noise_seed`` unless it says ``control_after_generate: False``) is followed by one extra
+frontend-only value; links into a widget
 override its value; missing widget values (files saved before a node gained an input) take the
 input's default; DOM widgets of the frontend's own extensions (RecordAudio's ``AUDIO_RECORD``) send what
 their ``serializeValue()`` gives for a loaded file (:data:`DOM_WIDGETS`); muted nodes (mode 2) are dropped with every link to them; bypassed nodes (mode 4)
@@ -110,11 +111,13 @@ def _dom_widget(spec: Any) -> tuple[Any, int] | None:
 
 
 def _has_control_widget(name: str, spec: Any) -> bool:
+    """The frontend's rule: an INT gets the control combo when ``control_after_generate`` says so, and when the
+    spec does not say (``None``) if it is named ``seed``/``noise_seed``; a COMBO only when the spec says so."""
     options = _spec_options(spec)
-    kind = _spec_type(spec)
-    if not (kind == "INT" or _combo_options(spec) is not None):
-        return False
-    return bool(options.get("control_after_generate")) or name in ("seed", "noise_seed")
+    if _spec_type(spec) == "INT":
+        wanted = options.get("control_after_generate")
+        return bool(wanted) if wanted is not None else name in ("seed", "noise_seed")
+    return _combo_options(spec) is not None and bool(options.get("control_after_generate"))
 
 
 def _ordered_inputs(definition: Mapping[str, Any]) -> list[tuple[str, Any]]:
