@@ -50,17 +50,27 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def started_server(base: Path, api_nodes: bool = False):
+    """A started ComfyServer on ``base`` (our pack linked in), with ComfyUI's audio node definitions even
+    without torchaudio (``standin_audio``); the caller stops it."""
+    (base / "custom_nodes").mkdir(parents=True, exist_ok=True)
+    (base / "custom_nodes" / "gameanim_test_standin_audio").symlink_to(STANDIN_AUDIO, target_is_directory=True)
+    srv = ComfyServer(Path(COMFYUI_DIR), COMFYUI_PYTHON, ROOT, base, api_nodes=api_nodes)
+    try:
+        srv.start()
+    except BaseException:
+        srv.stop()
+        raise
+    return srv
+
+
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
     base = tmp_path_factory.mktemp("comfy_base")
     for setup in WORKFLOW_MODELS.values():
         setup(base / "models", base / "input")
-    # ComfyUI's audio node definitions even without torchaudio (see standin_audio), for the template comparison.
-    (base / "custom_nodes").mkdir(parents=True, exist_ok=True)
-    (base / "custom_nodes" / "gameanim_test_standin_audio").symlink_to(STANDIN_AUDIO, target_is_directory=True)
-    srv = ComfyServer(Path(COMFYUI_DIR), COMFYUI_PYTHON, ROOT, base)
+    srv = started_server(base)
     try:
-        srv.start()
         yield srv
     finally:
         srv.stop()

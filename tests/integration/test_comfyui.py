@@ -92,6 +92,7 @@ def test_api_workflow_runs(server, workflow):
     prompt = json.loads(workflow.read_text(encoding="utf-8"))
     for node_id, inputs in WORKFLOW_REDUCTIONS.get(workflow.stem, {}).items():
         prompt[node_id]["inputs"].update(inputs)
+    before = _output_files(server)
     response = server.queue(prompt)
     body = response.json()
     assert response.status_code == 200, json.dumps(body, indent=1)
@@ -106,6 +107,10 @@ def test_api_workflow_runs(server, workflow):
         for item in items
         if isinstance(item, dict) and "filename" in item
     ]
+    # Every file the nodes wrote into output/ (new or rewritten) is listed in the history, fetchable by /view.
+    listed = {"/".join(p for p in (i.get("subfolder"), i["filename"]) if p) for i in files if i.get("type") == "output"}
+    written = {rel for rel, (_, stamp) in _output_files(server).items() if before.get(rel, (None, 0))[1] != stamp}
+    assert written <= listed, f"written but not in the history: {sorted(written - listed)}"
     for item in files:
         view = server.get("/view", params={k: item.get(k, "") for k in ("filename", "subfolder", "type")})
         assert view.status_code == 200 and view.content, item
