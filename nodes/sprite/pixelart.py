@@ -199,18 +199,15 @@ def pixelate_clips(
         small_rgb, small_a = downscale(rgb, alpha, width, height)
         small.append((small_rgb, (small_a > 0.5).astype(np.float32)))
     common = fit_palette(small, palette, colours, palette_colours, seed) if shared else None
+    report = progress or no_progress
     total, done = sum(len(r) for r, _ in small), 0
     out = []
     for small_rgb, small_a in small:
         pal = common if shared else fit_palette([(small_rgb, small_a)], palette, colours, palette_colours, seed)
         if pal is not None:
-            offset = done
-            small_rgb = map_to_palette(
-                small_rgb, pal, None if progress is None else (lambda i, _t, o=offset: progress(o + i, total))
-            )
+            small_rgb = map_to_palette(small_rgb, pal, lambda i, _t, before=done: report(before + i, total))
         done += len(small_rgb)
-        if progress is not None:
-            progress(done, total)
+        report(done, total)
         small_rgb = small_rgb * small_a[..., None]
         if outline_colour is not None:
             small_rgb, small_a = outline(small_rgb, small_a, np.asarray(outline_colour, np.float32))
