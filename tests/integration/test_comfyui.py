@@ -138,10 +138,9 @@ def test_client_runs_ui_workflow(server, workflow, tmp_path):
         for n, ins in WORKFLOW_REDUCTIONS.get(workflow.stem, {}).items()
         for k, v in ins.items()
     ]
+    sets = [a for r in reductions for a in ("--set", r)]
     before = _output_files(server)
-    result = _client(
-        server, "run", str(workflow), "--out", str(tmp_path), *[a for r in reductions for a in ("--set", r)]
-    )
+    result = _client(server, "run", str(workflow), "--out", str(tmp_path), *sets)
     assert result.returncode == 0, result.stderr[-3000:]
     # Every file the workflow's nodes wrote into output/ (new or rewritten) was saved, byte for byte, and no
     # temporary preview (PreviewImage's ComfyUI_temp_*, animation preview frames) was.
@@ -157,7 +156,10 @@ def test_client_runs_ui_workflow(server, workflow, tmp_path):
     if workflow.stem in WORKFLOW_WRITES_MODEL:
         assert (server.base / "models" / WORKFLOW_WRITES_MODEL[workflow.stem]).is_file()
         return
-    assert written and any(tmp_path.iterdir()), "the client downloaded no output file"
+    if not written:  # a workflow that only previews (motion_scope): its previews come with --previews
+        again = _client(server, "run", str(workflow), "--out", str(tmp_path / "with_previews"), "--previews", *sets)
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert any((tmp_path / "with_previews" / "previews").rglob("*.png")), "no preview saved with --previews"
     if workflow.stem in CLIENT_CHECKS:
         prompt = json.loads((ROOT / "workflows" / "api" / workflow.name).read_text(encoding="utf-8"))
         CLIENT_CHECKS[workflow.stem](server, prompt, tmp_path)
