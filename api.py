@@ -450,23 +450,10 @@ def pixelate(
     opaque pixels), ``pico8``, or ``file`` with ``palette_colours`` from :func:`load_palette`.
     ``outline_colour`` (RGB 0..1) adds a 1-px outline around the sprite.
     """
-    from .core.frames import to_numpy, to_tensor
-    from .nodes.sprite import operations
-
-    pal = None if palette_colours is None else to_numpy(palette_colours, "palette_colours")
-    out_rgb, out_a, _ = operations.pixelate(
-        rgb,
-        alpha,
-        width,
-        height,
-        palette=palette,
-        colours=colours,
-        palette_colours=pal,
-        outline_colour=outline_colour,
-        seed=seed,
-        progress=progress,
+    ((out_rgb, out_a),) = pixelate_clips(
+        [(rgb, alpha)], width, height, palette, colours, True, palette_colours, outline_colour, seed, progress
     )
-    return to_tensor(out_rgb), to_tensor(out_a)
+    return out_rgb, out_a
 
 
 def pixelate_clips(

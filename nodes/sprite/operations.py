@@ -284,14 +284,6 @@ def stabilise(
     return anchor.stabilise(arr, a, **kwargs)
 
 
-def pixelate(
-    rgb: Any, alpha: Any, width: int, height: int, mask_is: str = "alpha", **kwargs: Any
-) -> tuple[np.ndarray, np.ndarray, Any]:
-    """:func:`.pixelart.pixelate` on tensors; returns numpy ``(rgb, alpha, palette)``."""
-    arr, a = rgb_alpha(rgb, alpha, mask_is)
-    return pixelart.pixelate(arr, a, width, height, **kwargs)
-
-
 def pixelate_clips(
     clips: list[tuple[Any, Any | None]], width: int, height: int, mask_is: str = "alpha", **kwargs: Any
 ) -> list[tuple[np.ndarray, np.ndarray, Any]]:
