@@ -450,13 +450,36 @@ def pixelate(
     opaque pixels), ``pico8``, or ``file`` with ``palette_colours`` from :func:`load_palette`.
     ``outline_colour`` (RGB 0..1) adds a 1-px outline around the sprite.
     """
+    ((out_rgb, out_a),) = pixelate_clips(
+        [(rgb, alpha)], width, height, palette, colours, True, palette_colours, outline_colour, seed, progress
+    )
+    return out_rgb, out_a
+
+
+def pixelate_clips(
+    clips: list[tuple[Any, Any]],
+    width: int,
+    height: int,
+    palette: str = "kmeans",
+    colours: int = 16,
+    shared: bool = True,
+    palette_colours: Any | None = None,
+    outline_colour: tuple[float, float, float] | None = None,
+    seed: int = 0,
+    progress: ProgressFn | None = None,
+) -> list[tuple[Any, Any]]:
+    """Pixel art for every ``(rgb, alpha)`` clip of a character (its walk, attack, idle ...) at once.
+
+    ``shared`` fits one ``kmeans`` / ``median_cut`` palette over the opaque pixels of all clips, so
+    every animation uses the same <= ``colours`` colours; ``shared=False`` gives each clip its own.
+    Other options as :func:`pixelate`.  Returns ``[(rgb, alpha)]`` tensors, one per clip.
+    """
     from .core.frames import to_numpy, to_tensor
     from .nodes.sprite import operations
 
     pal = None if palette_colours is None else to_numpy(palette_colours, "palette_colours")
-    out_rgb, out_a, _ = operations.pixelate(
-        rgb,
-        alpha,
+    results = operations.pixelate_clips(
+        clips,
         width,
         height,
         palette=palette,
@@ -465,8 +488,9 @@ def pixelate(
         outline_colour=outline_colour,
         seed=seed,
         progress=progress,
+        shared=shared,
     )
-    return to_tensor(out_rgb), to_tensor(out_a)
+    return [(to_tensor(rgb), to_tensor(alpha)) for rgb, alpha, _ in results]
 
 
 def export_animation(
@@ -851,6 +875,7 @@ __all__ = [
     "NumericalError",
     "ping_pong",
     "pixelate",
+    "pixelate_clips",
     "pose_from_bvh",
     "pose_from_motion_json",
     "remove_background",

@@ -79,6 +79,30 @@ def next_free_name(prefix: str) -> str:
     return f"{rel}_{(max(used) + 1) if used else 1:05d}"
 
 
+FILES_KEY = "files"
+"""The ``ui`` key listing the files a node wrote that are not images (atlases, ``.tres``, ``.meta``, JSON, saves).
+
+ComfyUI copies every ``ui`` key into the prompt's history; each entry is ``{filename, subfolder, type:
+"output"}``, the form ``/view`` serves, so any client (ours, ComfyUI's API examples) fetches them like images.
+Images stay under ``images`` (the frontend previews those; a JSON file there would show as a broken image).
+"""
+
+
+def output_entry(path: Path) -> dict[str, str]:
+    """The ``/view`` entry of a file under ComfyUI's output folder: ``{filename, subfolder, type: "output"}``."""
+    rel = Path(path).resolve().relative_to(host.output_dir().resolve())
+    return {
+        "filename": rel.name,
+        "subfolder": rel.parent.as_posix() if rel.parent != Path(".") else "",
+        "type": "output",
+    }
+
+
+def output_files(paths: list[Path]) -> dict[str, list[dict[str, str]]]:
+    """``{"files": [...]}`` for a node's ``ui``: the entries of ``paths`` (files under the output folder)."""
+    return {FILES_KEY: [output_entry(p) for p in paths]}
+
+
 # ----------------------------------------------------------------------------- loaded checkpoints
 
 

@@ -10,8 +10,9 @@ from older frontends) is converted to API format with the server's ``/object_inf
 ``app.graphToPrompt()`` does (``workflow_format/convert.py``); API files are queued as they are.  ``--set TARGET.INPUT=VALUE`` overrides an input,
 TARGET being a node title or id; VALUE is JSON when it parses (``7``, ``true``, ``"text"``), else text,
 and is converted to the input's declared type.  The client shows a progress bar from the websocket,
-downloads every output file into ``--out`` and exits with status 1 and the server's error text when
-validation or execution fails.  ``batch`` reads a CSV (one column per ``TARGET.INPUT``) or a JSON list
+downloads every file the workflow's nodes wrote into ``--out`` (sheets, atlases, ``.tres``, ``.meta``,
+keypoint JSON, GIF/WebP: whatever the history lists with type ``output``; temporary previews only with
+``--previews``) and exits with status 1 and the server's error text when validation or execution fails.  ``batch`` reads a CSV (one column per ``TARGET.INPUT``) or a JSON list
 of ``{"TARGET.INPUT": value}`` objects, queues one job per row into ``--out/row-NNNN/``, and records
 finished rows in a state file so an interrupted batch resumes where it stopped.
 """
@@ -300,27 +301,73 @@ def _execution_error(entry: dict[str, Any]) -> str | None:
     return f"prompt ended with status {status.get('status_str')}"
 
 
-def download_outputs(server: Server, entry: dict[str, Any], out_dir: Path) -> list[Path]:
-    """Fetch every file a prompt's output nodes reported into ``out_dir`` (base names only)."""
-    saved = []
+def output_items(entry: dict[str, Any], previews: bool = False) -> list[dict[str, Any]]:
+    """Every file a prompt's nodes listed in its history, once each, in the order listed.
+
+    Nodes list files as ``{filename, subfolder, type}`` under any ``ui`` key (``images``, ``gifs``,
+    ``audio``, ``3d``, GameAnim's ``files`` for atlases, ``.tres``, ``.meta`` and JSON, or nested, as
+    in GameAnim's ``gameanim_preview`` frames).  ``type`` ``output`` files are the results; ``temp``
+    ones are previews (``PreviewImage``'s ``ComfyUI_temp_*``, animation preview frames), taken only
+    with ``previews``.
+    """
+    wanted = ("output", "temp") if previews else ("output",)
+    found: list[dict[str, Any]] = []
+    seen: set[tuple[str, str, str]] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if isinstance(value.get("filename"), str) and "type" in value:
+                key = (str(value["type"]), str(value.get("subfolder") or ""), value["filename"])
+                if value["type"] in wanted and key not in seen:
+                    seen.add(key)
+                    found.append(value)
+                return
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(entry.get("outputs", {}))
+    return found
+
+
+def _local_path(out_dir: Path, item: dict[str, Any], taken: set[Path]) -> Path:
+    """Where a listed file is saved: ``OUT/<name>``; a name already taken in this run (or a preview) keeps its
+    sub-folder (``OUT/<subfolder>/<name>``, previews under ``OUT/previews/``).  Server paths never leave ``OUT``."""
+    parts = [p for p in str(item.get("subfolder") or "").replace("\\", "/").split("/") if p not in ("", ".")]
+    name = Path(str(item["filename"]).replace("\\", "/")).name
+    if ".." in parts or not name or name in (".", ".."):
+        raise ClientError(f"refusing to save {item!r}: its path leaves the output folder")
+    if item.get("type") == "temp":
+        return out_dir.joinpath("previews", *parts, name)
+    flat = out_dir / name
+    return flat if flat not in taken else out_dir.joinpath(*parts, name)
+
+
+def download_outputs(server: Server, entry: dict[str, Any], out_dir: Path, previews: bool = False) -> list[Path]:
+    """Fetch every file a prompt's nodes listed (see :func:`output_items`) into ``out_dir`` through ``/view``."""
+    saved: list[Path] = []
     out_dir.mkdir(parents=True, exist_ok=True)
-    for outputs in entry.get("outputs", {}).values():
-        for items in outputs.values():
-            for item in items if isinstance(items, list) else []:
-                if not (isinstance(item, dict) and "filename" in item):
-                    continue
-                query = urllib.parse.urlencode({k: item.get(k, "") for k in ("filename", "subfolder", "type")})
-                status, body = server.request("GET", f"/view?{query}")
-                if status != 200:
-                    raise ClientError(f"could not download {item['filename']} (HTTP {status})")
-                target = out_dir / Path(item["filename"]).name
-                target.write_bytes(body)
-                saved.append(target)
+    for item in output_items(entry, previews):
+        query = urllib.parse.urlencode({k: item.get(k) or "" for k in ("filename", "subfolder", "type")})
+        status, body = server.request("GET", f"/view?{query}")
+        if status != 200:
+            raise ClientError(f"could not download {item['filename']} (HTTP {status})")
+        target = _local_path(out_dir, item, set(saved))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(body)
+        saved.append(target)
     return saved
 
 
 def run_prompt(
-    server: Server, prompt: dict[str, Any], out_dir: Path | None, timeout: float, on_message=None
+    server: Server,
+    prompt: dict[str, Any],
+    out_dir: Path | None,
+    timeout: float,
+    on_message=None,
+    previews: bool = False,
 ) -> tuple[dict[str, Any], list[Path]]:
     """Queue ``prompt``, follow it to the end and download its outputs; raise :class:`ClientError` on failure."""
     client_id = uuid.uuid4().hex
@@ -335,7 +382,7 @@ def run_prompt(
     error = _execution_error(entry)
     if error:
         raise ClientError(error)
-    files = download_outputs(server, entry, out_dir) if out_dir is not None else []
+    files = download_outputs(server, entry, out_dir, previews) if out_dir is not None else []
     return entry, files
 
 
@@ -392,6 +439,8 @@ def run_batch(
 
 # ----------------------------------------------------------------------------- CLI
 
+PREVIEWS_HELP = "also save temporary previews (PreviewImage's ComfyUI_temp_* files, animation preview frames)"
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -406,12 +455,14 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("workflow", type=Path)
     run.add_argument("--set", action="append", default=[], metavar="TARGET.INPUT=VALUE")
     run.add_argument("--out", type=Path, default=Path("gameanim_outputs"))
+    run.add_argument("--previews", action="store_true", help=PREVIEWS_HELP)
     batch = sub.add_parser("batch", help="queue one job per row of a CSV/JSON file of overrides, resumable")
     batch.add_argument("workflow", type=Path)
     batch.add_argument("rows", type=Path)
     batch.add_argument("--set", action="append", default=[], metavar="TARGET.INPUT=VALUE", help="applied to every row")
     batch.add_argument("--out", type=Path, default=Path("gameanim_outputs"))
     batch.add_argument("--state", type=Path, help="progress file (default: OUT/batch_state.json)")
+    batch.add_argument("--previews", action="store_true", help=PREVIEWS_HELP)
     convert = sub.add_parser(
         "convert", help="print the API-format prompt of a workflow (UI conversion uses /object_info)"
     )
@@ -433,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
         common = parse_set_args(args.set)
         if args.command == "run":
             prompt = apply_overrides(prompt, common, server.object_info())
-            _, files = run_prompt(server, prompt, args.out, args.timeout, ProgressPrinter())
+            _, files = run_prompt(server, prompt, args.out, args.timeout, ProgressPrinter(), args.previews)
             print(f"\nsaved {len(files)} file(s) to {args.out}")
             for path in files:
                 print(f"  {path}")
@@ -444,7 +495,9 @@ def main(argv: list[str] | None = None) -> int:
 
         def run_row(index: int, row: dict[str, Any]) -> list[str]:
             job = apply_overrides(prompt, {**common, **row}, server.object_info())
-            _, files = run_prompt(server, job, args.out / f"row-{index:04d}", args.timeout, ProgressPrinter())
+            _, files = run_prompt(
+                server, job, args.out / f"row-{index:04d}", args.timeout, ProgressPrinter(), args.previews
+            )
             return [str(p) for p in files]
 
         state = run_batch(rows, state_path, run_row)

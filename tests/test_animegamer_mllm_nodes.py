@@ -68,6 +68,9 @@ def test_save_then_load_continues_across_prompts(base_dir):
     assert "saved turn 1" in out["ui"]["text"][0] and out["result"] == (game,)
     assert out["ui"]["gameanim_hud"][0]["states"] == game.states
     assert (base_dir / "output" / "animegamer_games" / "runs" / "qiqi.game.json").is_file()
+    listed = {(f["subfolder"], f["filename"]) for f in out["ui"]["files"]}
+    written = {p.name for p in (base_dir / "output" / "animegamer_games" / "runs").iterdir()}
+    assert listed == {("animegamer_games/runs", name) for name in written} and len(written) == 2
     after = loader.IS_CHANGED(name="runs/qiqi", if_missing="start new game", character="Qiqi", window=2)
     assert after != before
     loaded, turns = loader.load("runs/qiqi", "start new game", "Sosuke", 3)

@@ -33,6 +33,7 @@ CONTRACT = {
     "remove_background": [("frames", EMPTY)],
     "stabilise": [("rgb", EMPTY), ("alpha", EMPTY)],
     "sprite_sheet": [("rgb", EMPTY), ("alpha", EMPTY), ("columns", None)],
+    "pixelate_clips": [("clips", EMPTY), ("width", EMPTY), ("height", EMPTY), ("palette", "kmeans"), ("colours", 16)],
     "pose_from_bvh": [("path", EMPTY), ("camera", "side_right"), ("width", 512), ("height", 512), ("frames", None)],
     "pose_from_motion_json": [
         ("path", EMPTY),

@@ -154,3 +154,65 @@ def test_readme_override_examples_fit_the_shipped_workflows(workflow, overrides,
     changed = {f"{n.get('_meta', {}).get('title')}.{k}": v for n in result.values() for k, v in n["inputs"].items()}
     for key, value in overrides.items():
         assert changed[key] == value
+
+
+HISTORY = {
+    "outputs": {
+        "5": {
+            "images": [{"filename": "knight_00001.png", "subfolder": "gameanim", "type": "output"}],
+            "files": [
+                {"filename": "knight_00001.json", "subfolder": "gameanim", "type": "output"},
+                {"filename": "knight_00001.png.meta", "subfolder": "gameanim", "type": "output"},
+            ],
+            "text": ["knight_00001.png, knight_00001.json, knight_00001.png.meta"],
+        },
+        "6": {
+            "images": [{"filename": "knight_00002.gif", "subfolder": "gameanim", "type": "output"}],
+            "animated": [True],
+            "gameanim_preview": [{"frames": [{"filename": "frame_0000.png", "subfolder": "p/1", "type": "temp"}]}],
+        },
+        "7": {"images": [{"filename": "ComfyUI_temp_abc_00001_.png", "subfolder": "", "type": "temp"}]},
+        "8": {"files": [{"filename": "knight_00001.json", "subfolder": "other", "type": "output"}]},
+    }
+}
+
+
+class FakeServer:
+    """Answers ``/view`` with the requested path as the body, and records the queries."""
+
+    def __init__(self):
+        self.views = []
+
+    def request(self, method, path, payload=None):
+        from urllib.parse import parse_qs, urlparse
+
+        query = {k: v[0] for k, v in parse_qs(urlparse(path).query, keep_blank_values=True).items()}
+        self.views.append(query)
+        return 200, f"{query['type']}/{query['subfolder']}/{query['filename']}".encode()
+
+
+def test_client_saves_every_listed_file_and_previews_only_when_asked(tmp_path):
+    server = FakeServer()
+    saved = client.download_outputs(server, HISTORY, tmp_path / "out")
+    rel = sorted(p.relative_to(tmp_path / "out").as_posix() for p in saved)
+    assert rel == sorted(
+        [
+            "knight_00001.png",
+            "knight_00001.json",
+            "knight_00001.png.meta",
+            "knight_00002.gif",
+            "other/knight_00001.json",  # the same name from another folder keeps its folder
+        ]
+    )
+    assert (tmp_path / "out" / "other" / "knight_00001.json").read_bytes() == b"output/other/knight_00001.json"
+    assert all(v["type"] == "output" for v in server.views)
+    with_previews = client.download_outputs(FakeServer(), HISTORY, tmp_path / "all", previews=True)
+    extra = {p.relative_to(tmp_path / "all").as_posix() for p in with_previews} - set(rel)
+    assert extra == {"previews/p/1/frame_0000.png", "previews/ComfyUI_temp_abc_00001_.png"}
+
+
+def test_client_refuses_server_paths_that_leave_the_output_folder(tmp_path):
+    bad = {"outputs": {"1": {"files": [{"filename": "x.json", "subfolder": "../..", "type": "output"}]}}}
+    bad["outputs"]["2"] = {"files": [{"filename": "x.json", "subfolder": "", "type": "output"}]}
+    with pytest.raises(client.ClientError, match="leaves the output folder"):
+        client.download_outputs(FakeServer(), bad, tmp_path)

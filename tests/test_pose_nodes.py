@@ -37,6 +37,7 @@ def test_node_chain(base_dir):
     out = nodes.SavePoseKeypoints().save(keypoints, "pose/test")
     saved = base_dir / "output" / "pose" / "test_00001.json"
     assert json.loads(saved.read_text()) == keypoints and out["result"] == ()
+    assert out["ui"]["files"] == [{"filename": "test_00001.json", "subfolder": "pose", "type": "output"}]
     nodes.SavePoseKeypoints().save(keypoints, "pose/test")
     assert (base_dir / "output" / "pose" / "test_00002.json").exists()
 

@@ -23,12 +23,19 @@ def run_workflow(pack, path):
             for n in sorted(graph, key=int)
             if n not in order and all(v[0] in order for v in graph[n]["inputs"].values() if isinstance(v, list))
         ][:1]
+    listed: set[tuple[str, int]] = set()  # outputs of OUTPUT_IS_LIST slots (one clip each here)
     for node_id in order:
         node = graph[node_id]
         instance = pack.NODE_CLASS_MAPPINGS[node["class_type"]]()
-        kwargs = {k: outputs[v[0]][v[1]] if isinstance(v, list) else v for k, v in node["inputs"].items()}
+        links = {k: tuple(v) for k, v in node["inputs"].items() if isinstance(v, list)}
+        kwargs = {k: outputs[links[k][0]][links[k][1]] if k in links else v for k, v in node["inputs"].items()}
         if getattr(instance, "INPUT_IS_LIST", False):  # ComfyUI hands such nodes every input as a list
-            kwargs = {k: [v] for k, v in kwargs.items()}
+            kwargs = {k: v if links.get(k) in listed else [v] for k, v in kwargs.items()}
+        else:
+            for name, link in links.items():
+                if link in listed:
+                    (kwargs[name],) = kwargs[name]  # one clip: ComfyUI runs the node once with it
+        listed |= {(node_id, i) for i, is_list in enumerate(getattr(instance, "OUTPUT_IS_LIST", ())) if is_list}
         result = getattr(instance, instance.FUNCTION)(**kwargs)
         if isinstance(result, dict):
             ui[node_id] = result["ui"]
@@ -134,7 +141,9 @@ def test_any_image_connects_and_mask_polarity_is_explicit(tmp_path, monkeypatch)
     # No alpha at all: the frames are opaque.
     opaque = node.run(rgb, "feet", "none", 2.0, 0)
     assert float(opaque[1].min()) == 1.0
-    _, pix_alpha = comfy_nodes.GameAnimSpritePixelArt().run(rgb, 32, 24, "none", 8, "", False, "000000", 0)
+    # Pixel Art is a list node (one palette over all clips): every input arrives as a list.
+    pixel_widgets = ([32], [24], ["none"], [8], [""], [False], ["000000"], [0])
+    _, (pix_alpha,) = comfy_nodes.GameAnimSpritePixelArt().run([rgb], *pixel_widgets)
     assert float(pix_alpha.min()) == 1.0
     # Save Sprite Sheet is a list node (one animation per clip): every input arrives as a list.
     widgets = (["grid"], [0], [1], [0], [False], [12.0], [False], [False], ["none"])

@@ -8,6 +8,7 @@ import pytest
 import torch
 from gameanim import api
 from gameanim.core.errors import InputError
+from support import sprite_real as real
 from support import sprite_synth as synth
 
 
@@ -72,3 +73,56 @@ def test_api_pixelate_with_file_palette_and_outline():
     assert (0.0, 0.0, 0.0) in colours
     with pytest.raises(InputError, match="palette"):
         api.pixelate(torch.from_numpy(frames), torch.from_numpy(alpha), 32, 20, palette="file")
+
+
+def _opaque_colours(rgb: np.ndarray, alpha: np.ndarray) -> set[tuple[float, ...]]:
+    return {tuple(c) for c in rgb[alpha > 0].round(4)}
+
+
+@pytest.mark.parametrize("character", ["robot", "female_adventurer", "zombie"])
+@pytest.mark.parametrize("method", ["kmeans", "median_cut"])
+@pytest.mark.parametrize("noisy", [False, True], ids=["clean", "noisy"])
+def test_one_palette_locked_across_a_characters_actions(character, method, noisy):
+    """Kenney's walk, climb and idle/jump/fall: with one palette every action uses the same <= K colours;
+    one palette per clip (the per-clip option) gives each action its own colours."""
+    clips = list(real.action_clips(character).values())
+    if noisy:  # video-compressed material: every pixel a slightly different colour
+        rng = np.random.default_rng(1)
+        clips = [(np.clip(r + rng.normal(0, 0.02, r.shape), 0, 1).astype(np.float32), a) for r, a in clips]
+    shared = px.pixelate_clips(clips, 48, 64, method, 8, seed=3)
+    palette = {tuple(c) for c in shared[0][2].round(4)}
+    assert len(palette) <= 8 and all(p is shared[0][2] for _, _, p in shared)
+    used = [_opaque_colours(r, a) for r, a, _ in shared]
+    assert all(colours <= palette for colours in used)
+    assert len(set().union(*used)) <= 8
+    per_clip = px.pixelate_clips(clips, 48, 64, method, 8, seed=3, shared=False)
+    assert len(set().union(*(_opaque_colours(r, a) for r, a, _ in per_clip))) > 8
+    # One clip alone gives the same result as before: its own palette.
+    alone = px.pixelate(*clips[0], 48, 64, method, 8, seed=3)
+    np.testing.assert_array_equal(alone[0], per_clip[0][0])
+
+
+def test_pixel_art_node_fits_one_palette_over_the_list_of_clips(tmp_path, monkeypatch):
+    from gameanim.nodes.sprite import comfy_nodes
+
+    monkeypatch.setenv("GAMEANIM_BASE_DIR", str(tmp_path))
+    clips = real.action_clips("male_person")
+    images = [torch.from_numpy(np.concatenate([r, a[..., None]], axis=-1)) for r, a in clips.values()]
+    widgets = ([40], [52], ["kmeans"], [6], [""], [False], ["000000"], [0])
+    node = comfy_nodes.GameAnimSpritePixelArt()
+    assert node.INPUT_IS_LIST and node.OUTPUT_IS_LIST == (True, True)
+    rgbs, masks = node.run(images, *widgets)
+    assert [tuple(r.shape) for r in rgbs] == [(len(c[0]), 52, 40, 3) for c in clips.values()]
+    colours = [_opaque_colours(r.numpy(), m.numpy()) for r, m in zip(rgbs, masks, strict=True)]
+    assert len(set().union(*colours)) <= 6
+    rgbs, masks = node.run(images, *widgets, palette_scope=["each_clip"])
+    assert len(set().union(*(_opaque_colours(r.numpy(), m.numpy()) for r, m in zip(rgbs, masks, strict=True)))) > 6
+    with pytest.raises(InputError, match="3 clips arrived with 1 masks"):
+        node.run(images, *widgets, mask=[masks[0]])
+
+
+def test_api_pixelate_clips_shares_one_palette():
+    clips = [(torch.from_numpy(r), torch.from_numpy(a)) for r, a in real.action_clips("female_person").values()]
+    out = api.pixelate_clips(clips, 48, 64, "median_cut", 5)
+    assert [tuple(r.shape[:3]) for r, _ in out] == [(len(r), 64, 48) for r, _ in clips]
+    assert len(set().union(*(_opaque_colours(r.numpy(), a.numpy()) for r, a in out))) <= 5

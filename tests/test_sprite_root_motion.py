@@ -48,8 +48,8 @@ def test_root_motion_reaches_every_atlas_in_sheet_pixels(tmp_path, monkeypatch):
     np.testing.assert_allclose(root[:, 0], STEP * np.arange(8), atol=0.3)
     ch, cw = mask.shape[1:]
     small_w, small_h = cw // 2, ch // 2
-    pix, pix_mask = comfy_nodes.GameAnimSpritePixelArt().run(
-        image, small_w, small_h, "none", 8, "", False, "000000", 0, mask=mask
+    (pix,), (pix_mask,) = comfy_nodes.GameAnimSpritePixelArt().run(
+        [image], [small_w], [small_h], ["none"], [8], [""], [False], ["000000"], [0], mask=[mask]
     )
     names = save_sheet(pix, pix_mask, info_text)
     out = tmp_path / "output"

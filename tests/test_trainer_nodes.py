@@ -60,9 +60,14 @@ def _chain(env):
     (dataset,) = tn.StillImagesDataset().load("knight_concept", "gmknight", tn.ds_template(), 64, 64, False)
     assert len(dataset.stills) == 4 and all("gmknight" in i.caption for i in dataset.stills)
     (run,) = tn.LoraTrainInit().init(loaded, dataset, **INIT)
-    run, curve, last = tn.LoraTrain().train(run, 3, unique_id="7")
+    trained = tn.LoraTrain().train(run, 3, unique_id="7")
+    run, curve, last = trained["result"]
     assert run.step == 3 and curve.shape[0] == 1 and curve.shape[-1] == 3 and last == run.losses[-1]
     assert (env / "output" / "gameanim_training" / "knight" / "checkpoint.pt").is_file()
+    # the checkpoint is listed for /view, so a headless client downloads it with the rest
+    assert trained["ui"]["files"] == [
+        {"filename": "checkpoint.pt", "subfolder": "gameanim_training/knight", "type": "output"}
+    ]
     run, preview = tn.LoraValidate().validate(run, "running gmknight", 64, 64, 2, 2, 4.0, 1)
     assert preview.shape == (2, 64, 64, 3) and 0 <= float(preview.min()) and float(preview.max()) <= 1
     result = tn.LoraSave().save(run, "knight")

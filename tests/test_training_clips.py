@@ -274,7 +274,7 @@ def test_node_writes_a_dataset_the_action_lora_trains_on(tmp_path, monkeypatch):
     }  # fmt: skip
     with torch.inference_mode():
         (run,) = tn.LoraTrainInit().init(loaded, dataset, **settings)
-        run, _curve, last = tn.LoraTrain().train(run, 2, unique_id="1")
+        run, _curve, last = tn.LoraTrain().train(run, 2, unique_id="1")["result"]
     assert run.step == 2 and np.isfinite(last)
 
 

@@ -296,3 +296,49 @@ def test_overlap_is_detected():
     ui = api_to_ui(PROMPT, DEFS)
     ui["nodes"][1]["pos"] = list(ui["nodes"][0]["pos"])
     assert overlapping_nodes(ui) == [(1, 2)]
+
+
+def test_recorder_dom_widget_is_sent_empty_as_the_frontend_does():
+    """RecordAudio's AUDIO_RECORD input is a DOM widget (recorder + button: two widgets_values entries); the
+    frontend sends its serializeValue(), "" for a loaded file, and the widgets after it keep their positions."""
+    defs = {
+        "RecordAudio": {
+            "input": {"required": {"audio": ["AUDIO_RECORD", {}]}},
+            "input_order": {"required": ["audio"]},
+            "output": ["AUDIO"],
+        },
+        "Recorder2": {
+            "input": {"required": {"audio": ["AUDIO_RECORD", {}], "gain": ["FLOAT", {"default": 1.0}]}},
+            "input_order": {"required": ["audio", "gain"]},
+            "output": ["AUDIO"],
+        },
+    }
+    assert widget_slots(defs["Recorder2"]) == ["audio", None, "gain"]
+    ui = {
+        "nodes": [
+            {"id": 1, "type": "RecordAudio", "mode": 0, "widgets_values": ["", ""], "inputs": [], "outputs": []},
+            {"id": 2, "type": "Recorder2", "mode": 0, "widgets_values": ["blob:x", "", 0.5], "outputs": []},
+            {"id": 3, "type": "RecordAudio", "mode": 0, "outputs": []},
+        ],
+        "links": [],
+    }
+    prompt = ui_to_api(ui, defs)
+    assert prompt["1"]["inputs"] == {"audio": ""} and prompt["3"]["inputs"] == {"audio": ""}
+    assert prompt["2"]["inputs"] == {"audio": "", "gain": 0.5}
+
+
+def test_seed_without_control_widget_when_the_spec_says_so():
+    """Frontend: an INT named seed gets the control combo unless its spec sets control_after_generate False
+    (ComfyUI's Moonvalley node); a COMBO gets one only when asked."""
+    spec = {
+        "input": {
+            "required": {
+                "seed": ["INT", {"default": 9, "control_after_generate": False}],
+                "noise_seed": ["INT", {"default": 0}],
+                "mode": [["a", "b"], {}],
+                "pick": ["COMBO", {"options": ["x", "y"], "control_after_generate": True}],
+            }
+        },
+        "input_order": {"required": ["seed", "noise_seed", "mode", "pick"]},
+    }
+    assert widget_slots(spec) == ["seed", "noise_seed", None, "mode", "pick", None]

@@ -16,7 +16,7 @@ from typing import Any
 from ..core import host
 from ..core.errors import InputError, NumericalError, UnsafePathError
 from ..core.paths import SAMPLE_DATA, confined, sanitize_relative
-from ..nodes.common import category, field
+from ..nodes.common import category, field, output_files
 
 MODEL_TYPE = "VC2_MODEL"
 DATASET_TYPE = "GAMEANIM_TRAIN_DATASET"
@@ -319,7 +319,7 @@ class LoraTrain:
     def IS_CHANGED(cls, **kwargs: Any) -> float:
         return float("nan")  # training always advances the run, never reuse a cached result
 
-    def train(self, lora_run: Any, steps: int, unique_id: str | None = None) -> tuple[Any, Any, float]:
+    def train(self, lora_run: Any, steps: int, unique_id: str | None = None) -> dict[str, Any]:
         from .loop import train
         from .loss_plot import loss_curve_image
 
@@ -335,7 +335,10 @@ class LoraTrain:
 
         with _training_device(lora_run), host.notify_on(NumericalError, "LoRA training loss became NaN"):
             train(lora_run, steps, report)
-        return (lora_run, loss_curve_image(lora_run.losses), float(lora_run.losses[-1]))
+        checkpoint = lora_run.settings.checkpoint_path
+        # The resume checkpoint is a file in the output folder: listed so headless clients fetch it too.
+        ui = output_files([Path(checkpoint)]) if checkpoint and Path(checkpoint).is_file() else {}
+        return {"ui": ui, "result": (lora_run, loss_curve_image(lora_run.losses), float(lora_run.losses[-1]))}
 
 
 class LoraValidate:

@@ -4,10 +4,12 @@ The browser saves *UI* workflows (positional ``widgets_values``, a link table) a
 takes *API* workflows (inputs by name, links as ``[node_id, slot]``).  ComfyUI's backend has no
 converter, so the headless client and our workflow tests need one.  Conversion follows the
 frontend's rules (frontend 1.27): widgets are the inputs whose type is a primitive or a combo,
-in ``required`` then ``optional`` order; an INT/COMBO widget with ``control_after_generate`` (or
-named ``seed``/``noise_seed``) is followed by one extra frontend-only value; links into a widget
+in ``required`` then ``optional`` order; an INT/COMBO widget with ``control_after_generate`` (an INT
+named ``seed``/``noise_seed`` unless it says ``control_after_generate: False``) is followed by one extra
+frontend-only value; links into a widget
 override its value; missing widget values (files saved before a node gained an input) take the
-input's default; muted nodes (mode 2) are dropped with every link to them; bypassed nodes (mode 4)
+input's default; DOM widgets of the frontend's own extensions (RecordAudio's ``AUDIO_RECORD``) send what
+their ``serializeValue()`` gives for a loaded file (:data:`DOM_WIDGETS`); muted nodes (mode 2) are dropped with every link to them; bypassed nodes (mode 4)
 pass an input of the output's type through; ``Reroute`` and ``PrimitiveNode`` are resolved away;
 subgraphs (``definitions.subgraphs``, nested too) expand into nodes with execution ids
 ``"<instance>:<node>"``, their inputs and outputs joined to the outer links, and widgets promoted to
@@ -24,6 +26,16 @@ from collections.abc import Mapping
 from typing import Any
 
 WIDGET_TYPES = frozenset({"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"})
+DOM_WIDGETS: dict[str, tuple[Any, int]] = {
+    # The frontend's Comfy.RecordAudio extension: a DOM recorder widget whose value is "" until something is
+    # recorded in that browser tab (always so for a workflow loaded from a file), plus a record button (not sent).
+    "AUDIO_RECORD": ("", 2),
+}
+"""Input types the frontend's own extensions turn into DOM widgets: ``type -> (value sent, widgets_values slots)``.
+
+``graphToPrompt`` sends the DOM widget's ``serializeValue()``, not the saved ``widgets_values`` entry, so the
+value is fixed here; the slot count keeps the positions of the widgets after it.
+"""
 MUTED, BYPASSED = 2, 4
 FRONTEND_ONLY_NODES = frozenset({"Reroute", "PrimitiveNode", "Note", "MarkdownNote"})
 
@@ -90,15 +102,22 @@ def is_widget(spec: Any) -> bool:
     kind = _spec_type(spec)
     if _spec_options(spec).get("forceInput"):
         return False
-    return isinstance(kind, list) or kind in WIDGET_TYPES
+    return isinstance(kind, list) or kind in WIDGET_TYPES or _dom_widget(spec) is not None
+
+
+def _dom_widget(spec: Any) -> tuple[Any, int] | None:
+    kind = _spec_type(spec)
+    return DOM_WIDGETS.get(kind) if isinstance(kind, str) else None
 
 
 def _has_control_widget(name: str, spec: Any) -> bool:
+    """The frontend's rule: an INT gets the control combo when ``control_after_generate`` says so, and when the
+    spec does not say (``None``) if it is named ``seed``/``noise_seed``; a COMBO only when the spec says so."""
     options = _spec_options(spec)
-    kind = _spec_type(spec)
-    if not (kind == "INT" or _combo_options(spec) is not None):
-        return False
-    return bool(options.get("control_after_generate")) or name in ("seed", "noise_seed")
+    if _spec_type(spec) == "INT":
+        wanted = options.get("control_after_generate")
+        return bool(wanted) if wanted is not None else name in ("seed", "noise_seed")
+    return _combo_options(spec) is not None and bool(options.get("control_after_generate"))
 
 
 def _ordered_inputs(definition: Mapping[str, Any]) -> list[tuple[str, Any]]:
@@ -118,6 +137,8 @@ def widget_slots(definition: Mapping[str, Any]) -> list[str | None]:
             slots.append(name)
             if _has_control_widget(name, spec):
                 slots.append(None)
+            dom = _dom_widget(spec)
+            slots.extend([None] * ((dom[1] - 1) if dom else 0))
     return slots
 
 
@@ -204,7 +225,10 @@ def _widget_values(node: Mapping[str, Any], definition: Mapping[str, Any]) -> di
     for index, slot in enumerate(widget_slots(definition)):
         if slot is None:
             continue
-        if isinstance(saved, Mapping) and slot in saved:
+        dom = _dom_widget(specs[slot])
+        if dom is not None:
+            values[slot] = dom[0]
+        elif isinstance(saved, Mapping) and slot in saved:
             values[slot] = saved[slot]
         elif index < len(positional):
             values[slot] = positional[index]

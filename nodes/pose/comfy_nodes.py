@@ -12,7 +12,7 @@ from ...core.errors import InputError
 from ...core.frames import as_alpha, images_tensor
 from ...core.paths import confined
 from ...core.preview import animation_preview
-from ..common import category, field, mask_is_input, next_free_name
+from ..common import category, field, mask_is_input, next_free_name, output_files
 from .blender_client import RIG_SUFFIXES, motion_from_rig, render_rig_maps
 from .camera import ORBIT, PROJECTIONS, VIEWS
 from .conditions import SAMPLE_DIR, CameraSettings, render_pose
@@ -465,7 +465,7 @@ class SavePoseKeypoints:
         path = host.output_path(next_free_name(filename_prefix) + ".json")
         text = json.dumps(pose_keypoint)
         write_text_atomic(path, text, overwrite=False)
-        return {"ui": {"openpose_json": [text], "text": [path.name]}, "result": ()}
+        return {"ui": {"openpose_json": [text], **output_files([path]), "text": [path.name]}, "result": ()}
 
 
 class FitPoseToWan:

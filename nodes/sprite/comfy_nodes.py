@@ -16,8 +16,18 @@ from ...core import host
 from ...core.errors import InputError
 from ...core.paths import SAMPLE_DATA, confined
 from ...core.preview import animation_preview
-from ..common import IMAGE_TIP, MASK_TIP, category, field, mask_inputs, mask_is_input, next_free_name
-from .options import ANCHORS, EXPORT_FORMATS, GODOT_CHOICES, LAYOUTS, PALETTE_METHODS, TIMING_OPS
+from ..common import (
+    IMAGE_TIP,
+    MASK_TIP,
+    category,
+    field,
+    mask_inputs,
+    mask_is_input,
+    next_free_name,
+    output_entry,
+    output_files,
+)
+from .options import ANCHORS, EXPORT_FORMATS, GODOT_CHOICES, LAYOUTS, PALETTE_METHODS, PALETTE_SCOPES, TIMING_OPS
 from .options import STABILISE_MODES as MODES
 
 NOT_SOLID_CHOICES = ("stop", "keep opaque")
@@ -44,15 +54,6 @@ def _durations_ms(timing: dict | None, fps: float, frames: int) -> list[float] |
             "timing of the same Timing Chart node (frame-count changes in between break the pairing)."
         )
     return [d * 1000.0 / fps for d in durations]
-
-
-def _ui_entry(path: Path) -> dict[str, str]:
-    rel = path.resolve().relative_to(host.output_dir().resolve())
-    return {
-        "filename": rel.name,
-        "subfolder": rel.parent.as_posix() if rel.parent != Path(".") else "",
-        "type": "output",
-    }
 
 
 class GameAnimSpriteLoadFrames:
@@ -219,7 +220,8 @@ class GameAnimSpriteStabilise:
         "Alpha on the fixed canvas.",
         "JSON: offsets [[dx,dy],...] (input pixel (x,y) lands on (x+dx,y+dy)); root_motion [[x,y],...] (the steady "
         "travel taken out, px from frame 0: add it to the sprite's position; connect to Save Sprite Sheet's "
-        "root_motion); canvas; anchor.",
+        "root_motion); pivot [[x,y],...] (each frame's anchor on the canvas, px; the sheet's sprite pivots); "
+        "canvas; anchor.",
     )
 
     @classmethod
@@ -282,6 +284,7 @@ class GameAnimSpriteStabilise:
         info = {
             "offsets": result.offsets.tolist(),
             "root_motion": np.round(root_travel(result.offsets), 2).tolist(),
+            "pivot": [None if np.isnan(p).any() else np.round(p, 2).tolist() for p in result.anchor],
             "canvas": {"w": int(w), "h": int(h)},
             "anchor": anchor,
             "x_from": "rig_root" if pose_keypoint is not None else anchor,
@@ -363,27 +366,31 @@ class GameAnimSpriteTiming:
 
 
 class GameAnimSpritePixelArt:
-    """Nearest downscale, one clip palette, binary alpha, optional outline."""
+    """Nearest downscale, one palette for all the clips of a character, binary alpha, optional outline."""
 
     DESCRIPTION = (
-        "Converts frames to pixel art: nearest-neighbour downscale to width x height, one palette for the whole clip "
-        "(k-means or median cut, PICO-8, or a .hex/.gpl file from the input folder), binary alpha, optional 1-px outline."
+        "Converts frames to pixel art: nearest-neighbour downscale to width x height, one palette (k-means or median "
+        "cut, PICO-8, or a .hex/.gpl file from the input folder), binary alpha, optional 1-px outline. A list of clips "
+        "(e.g. VC2 Action Set's actions) is converted together: with palette_scope all_clips one palette is fitted "
+        "over every clip, so each animation of the character uses the same colours; each_clip fits one per clip."
     )
     CATEGORY = category("Sprite", "PixelArt")
     FUNCTION = "run"
+    INPUT_IS_LIST = True  # every clip of an action set at once, so one palette can be fitted over all of them
     RETURN_TYPES = ("IMAGE", "MASK")
     RETURN_NAMES = ("image", "mask")
-    OUTPUT_TOOLTIPS = ("Pixel-art frames.", "Binary alpha.")
+    OUTPUT_IS_LIST = (True, True)
+    OUTPUT_TOOLTIPS = ("Pixel-art frames (one clip per input clip).", "Binary alpha (one per input clip).")
 
     @classmethod
     def INPUT_TYPES(cls) -> dict:
         return {
             "required": {
-                "image": field("IMAGE", IMAGE_TIP),
+                "image": field("IMAGE", IMAGE_TIP + " A list of clips is converted together (see palette_scope)."),
                 "width": field("INT", "Sprite width in pixels after downscaling.", default=64, min=1, max=4096),
                 "height": field("INT", "Sprite height in pixels after downscaling.", default=64, min=1, max=4096),
                 "palette": field(
-                    list(PALETTE_METHODS), "Palette: none, kmeans / median_cut (from the clip), pico8, or file."
+                    list(PALETTE_METHODS), "Palette: none, kmeans / median_cut (from the clips), pico8, or file."
                 ),
                 "colours": field("INT", "Palette size for kmeans / median_cut.", default=16, min=1, max=256),
                 "palette_file": field(
@@ -400,43 +407,58 @@ class GameAnimSpritePixelArt:
                     control_after_generate=True,
                 ),
             },
-            "optional": mask_inputs(),
+            "optional": {
+                **mask_inputs(),
+                "palette_scope": field(
+                    list(PALETTE_SCOPES),
+                    "For a list of clips (a character's actions): all_clips fits one kmeans / median_cut palette over "
+                    "every clip, so all animations share the same colours; each_clip fits one palette per clip.",
+                    default="all_clips",
+                ),
+            },
         }
 
     def run(
         self,
-        image: Any,
-        width: int,
-        height: int,
-        palette: str,
-        colours: int,
-        palette_file: str,
-        outline: bool,
-        outline_colour: str,
-        seed: int,
-        mask: Any | None = None,
-        mask_is: str = "alpha",
+        image: list[Any],
+        width: list[int],
+        height: list[int],
+        palette: list[str],
+        colours: list[int],
+        palette_file: list[str],
+        outline: list[bool],
+        outline_colour: list[str],
+        seed: list[int],
+        mask: list[Any] | None = None,
+        mask_is: list[str] | None = None,
+        palette_scope: list[str] | None = None,
     ) -> tuple:
         from ...core.frames import to_tensor
         from . import operations
         from .pixelart import hex_palette, load_palette
 
-        pal = load_palette(confined(host.input_dir(), palette_file)) if palette == "file" else None
-        colour = hex_palette([outline_colour])[0] if outline else None
-        rgb, alpha, _ = operations.pixelate(
-            image,
-            mask,
-            width,
-            height,
-            mask_is,
-            palette=palette,
-            colours=colours,
+        masks = list(mask) if mask else [None] * len(image)
+        if len(masks) != len(image):
+            raise InputError(f"{len(image)} clips arrived with {len(masks)} masks; give one mask per clip or none.")
+        scope = palette_scope[0] if palette_scope else "all_clips"
+        if scope not in PALETTE_SCOPES:
+            raise InputError(f"Unknown palette_scope {scope!r}; choose one of {', '.join(PALETTE_SCOPES)}.")
+        pal = load_palette(confined(host.input_dir(), palette_file[0])) if palette[0] == "file" else None
+        colour = hex_palette([outline_colour[0]])[0] if outline[0] else None
+        results = operations.pixelate_clips(
+            list(zip(image, masks, strict=True)),
+            width[0],
+            height[0],
+            mask_is[0] if mask_is else "alpha",
+            palette=palette[0],
+            colours=colours[0],
             palette_colours=pal,
             outline_colour=colour,
-            seed=seed,
-            progress=host.progress(len(image)),
+            seed=seed[0],
+            progress=host.progress(sum(len(clip) for clip in image)),
+            shared=scope == "all_clips",
         )
-        return to_tensor(rgb), to_tensor(alpha)
+        return [to_tensor(rgb) for rgb, _, _ in results], [to_tensor(alpha) for _, alpha, _ in results]
 
 
 class GameAnimSpriteSheet:
@@ -444,8 +466,10 @@ class GameAnimSpriteSheet:
 
     DESCRIPTION = (
         "Packs the frames on one sheet (grid or trimmed+packed, padding, edge extrusion, optional power-of-two size) "
-        "and saves <prefix>_NNNNN.png with atlas files: TexturePacker JSON (Phaser/PixiJS), Aseprite JSON, Godot "
-        "SpriteFrames .tres. Frame durations come from fps (merge_holds turns repeated frames into longer durations). "
+        "and saves <prefix>_NNNNN.png with atlas files: TexturePacker JSON (Phaser/PixiJS), Aseprite JSON (with a "
+        "pivot slice), Godot SpriteFrames .tres, and Unity's <sheet>.png.meta (Multiple sprite mode, point filter, "
+        "no compression, one sprite per frame pivoted at its anchor) with <sheet>.unity.json (durations, root "
+        "motion). Frame durations come from fps (merge_holds turns repeated frames into longer durations). "
         "A list of clips (e.g. VC2 Action Set's clips, through any sprite nodes) becomes one sheet with one named "
         "animation per clip: Aseprite tags, PixiJS/Phaser animations, one Godot animation each."
     )
@@ -506,7 +530,8 @@ class GameAnimSpriteSheet:
                     "Stabilise's offsets_json (one per clip for a list): each frame of the atlas gets root {x, y}, "
                     "the travel Stabilise took out in sheet pixels from the animation's first frame; the engine "
                     "adds it to the sprite's position (JSON: frame key root, Phaser frame.customData.root; Godot: "
-                    "root_motion metadata).",
+                    "root_motion metadata; Unity: .unity.json). Its pivot track becomes the sprites' pivots (Unity, "
+                    "Aseprite slice); without it the pivot is the bottom centre of the frame.",
                     forceInput=True,
                 ),
             },
@@ -567,11 +592,16 @@ class GameAnimSpriteSheet:
         aseprite_json, godot = aseprite_json[0], godot[0]
         formats = ["texturepacker_hash"] + (["aseprite_hash"] if aseprite_json else [])
         formats += {"godot4": ["godot4"], "godot3": ["godot3"], "both": ["godot4", "godot3"], "none": []}[godot]
+        formats += ["unity_meta", "unity_json"]
         written = operations.write_sheet(built, host.output_dir(), name, tuple(formats))
         atlas = Path(written[1]).read_text(encoding="utf-8")
         rgba = built.rgba.astype(np.float32) / 255.0
         return {
-            "ui": {"images": [_ui_entry(written[0])], "text": [", ".join(p.name for p in written)]},
+            "ui": {
+                "images": [output_entry(written[0])],
+                **output_files(written[1:]),
+                "text": [", ".join(p.name for p in written)],
+            },
             "result": (to_tensor(rgba[None, ..., :3]), to_tensor(rgba[None, ..., 3]), atlas),
         }
 
@@ -624,7 +654,7 @@ class GameAnimSpriteExport:
         )
         rgb, alpha = rgb_alpha(image, mask, mask_is)
         image, mask = to_tensor(rgb), to_tensor(alpha)
-        entries = [_ui_entry(p) for p in paths]
+        entries = [output_entry(p) for p in paths]
         ui: dict[str, Any] = {"images": entries}
         if format != "png_sequence":
             ui["animated"] = (True,)

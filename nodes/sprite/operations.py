@@ -94,18 +94,21 @@ def build_sheet(
     )
 
 
-def root_motion_px(info: Any, frames: int, width: int, height: int, source_times: Any | None = None) -> np.ndarray:
-    """``[T,2]`` root motion in pixels of ``width`` x ``height`` frames, from Stabilise's offsets_json.
+def _offsets_track(
+    info: Any, key: str, frames: int, width: int, height: int, source_times: Any | None
+) -> np.ndarray | None:
+    """Track ``key`` (``[T,2]`` canvas px) of Stabilise's offsets_json in pixels of ``width`` x ``height`` frames.
 
-    Stabilise measures it on its canvas; nodes in between may rescale the frames (Pixel Art), so
-    it is scaled by the frames' size over that canvas: the offsets are in the pixels the sheet holds.
-    A Timing Chart in between changes the frame count: its ``source_times`` (the source frame each
-    output frame shows, fractional for in-betweens) resample the root motion onto the retimed frames.
-    (With equal counts the root motion is taken as already per output frame.)
+    Stabilise measures on its canvas; nodes in between may rescale the frames (Pixel Art), so the
+    track is scaled by the frames' size over that canvas.  A Timing Chart in between changes the
+    frame count: its ``source_times`` (the source frame each output frame shows, fractional for
+    in-betweens) resample the track onto the retimed frames.  None when the JSON has no ``key``.
     """
     try:
         data = json.loads(info) if isinstance(info, str) else info
-        motion = np.asarray(data["root_motion"], np.float64)
+        if key not in data:
+            return None
+        motion = np.asarray([[np.nan, np.nan] if v is None else v for v in data[key]], np.float64)
         canvas_w, canvas_h = float(data["canvas"]["w"]), float(data["canvas"]["h"])
     except (ValueError, TypeError, KeyError) as exc:
         raise InputError(
@@ -116,7 +119,7 @@ def root_motion_px(info: Any, frames: int, width: int, height: int, source_times
         times = np.asarray(source_times, np.float64)
         index = np.arange(len(motion), dtype=np.float64)
         motion = np.stack([np.interp(times, index, motion[:, k]) for k in range(motion.shape[1])], axis=1)
-    if motion.shape != (frames, 2) or not np.isfinite(motion).all() or min(canvas_w, canvas_h) <= 0:
+    if motion.shape != (frames, 2) or min(canvas_w, canvas_h) <= 0:
         raise InputError(
             f"root_motion holds {motion.shape[0] if motion.ndim else 0} frames but the clip has {frames}: connect "
             "the offsets_json of the Stabilise node this clip came from; a frame-count change in between needs "
@@ -125,17 +128,39 @@ def root_motion_px(info: Any, frames: int, width: int, height: int, source_times
     return motion * np.array([width / canvas_w, height / canvas_h])
 
 
-def _pad_to(rgba: np.ndarray, height: int, width: int) -> np.ndarray:
-    """Frames placed on a larger transparent canvas, bottom edge and horizontal centre kept.
+def root_motion_px(info: Any, frames: int, width: int, height: int, source_times: Any | None = None) -> np.ndarray:
+    """``[T,2]`` root motion in pixels of ``width`` x ``height`` frames, from Stabilise's offsets_json.
+
+    Scaled and resampled as :func:`_offsets_track` says (with equal frame counts it is taken as
+    already per output frame).
+    """
+    motion = _offsets_track(info, "root_motion", frames, width, height, source_times)
+    if motion is None or not np.isfinite(motion).all():
+        raise InputError(
+            "root_motion must be the offsets_json text of Sprite Anchor & Stabilise (with a finite root_motion "
+            "per frame and canvas)."
+        )
+    return motion
+
+
+def pivot_px(info: Any, frames: int, width: int, height: int, source_times: Any | None = None) -> np.ndarray:
+    """``[T,2]`` anchor of each frame (px, y down) from Stabilise's offsets_json ``pivot``; NaN where unknown."""
+    pivot = _offsets_track(info, "pivot", frames, width, height, source_times)
+    return np.full((frames, 2), np.nan) if pivot is None else pivot
+
+
+def _pad_to(rgba: np.ndarray, height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Frames placed on a larger transparent canvas, bottom edge and horizontal centre kept; and the shift.
 
     The feet of an anchored clip sit at its canvas bottom, so clips of different canvas sizes
-    keep a common ground line and centre when they share one frame size.
+    keep a common ground line and centre when they share one frame size.  Returns the padded
+    frames and where the clip's top-left pixel moved to (``(dx, dy)``, for pivots).
     """
     t, h, w = rgba.shape[:3]
     out = np.zeros((t, height, width, 4), np.uint8)
     x0 = (width - w) // 2
     out[:, height - h :, x0 : x0 + w] = rgba
-    return out
+    return out, np.array([x0, height - h], np.float64)
 
 
 def build_animation_sheet(
@@ -163,7 +188,8 @@ def build_animation_sheet(
     clips of different sizes share the largest frame size (see :func:`_pad_to`).  ``root_motion[i]``
     is clip ``i``'s Stabilise offsets_json (or None), resampled at ``source_times[i]`` when a Timing
     Chart retimed the clip after Stabilise (see :func:`root_motion_px`); merged holds keep their first
-    frame's root.
+    frame's root.  Each frame's pivot is its anchor from the same offsets_json (:func:`pivot_px`),
+    else the bottom centre of the clip's frames, moved with the clip when it is padded.
     ``named=False`` (one clip) leaves the sheet's single animation unnamed, called after the sheet.
     """
     if not clips:
@@ -181,15 +207,19 @@ def build_animation_sheet(
         durations = durations_for(len(arr), rate, clip_durations)
         t, h, w = a.shape
         root = np.full((t, 2), np.nan) if info is None else root_motion_px(info, t, w, h, clip_times)
+        pivot = np.full((t, 2), np.nan) if info is None else pivot_px(info, t, w, h, clip_times)
+        pivot[np.isnan(pivot).any(axis=1)] = (w / 2.0, float(h))  # unknown: the bottom centre (the feet)
         if merge_holds:
             keep, durations = playback.collapse_holds(arr, a, durations)
-            arr, a, root = arr[keep], a[keep], root[keep]
-        prepared.append((sheet.to_rgba8(arr, a), durations, root))
-    height = max(r.shape[1] for r, _, _ in prepared)
-    width = max(r.shape[2] for r, _, _ in prepared)
-    rgba = np.concatenate([_pad_to(r, height, width) for r, _, _ in prepared])
-    durations = np.concatenate([d for _, d, _ in prepared])
-    runs = sheet.animation_runs(names, [len(r) for r, _, _ in prepared]) if named else ()
+            arr, a, root, pivot = arr[keep], a[keep], root[keep], pivot[keep]
+        prepared.append((sheet.to_rgba8(arr, a), durations, root, pivot))
+    height = max(p[0].shape[1] for p in prepared)
+    width = max(p[0].shape[2] for p in prepared)
+    padded = [_pad_to(p[0], height, width) for p in prepared]
+    rgba = np.concatenate([frames for frames, _ in padded])
+    pivots = np.concatenate([p[3] + shift for p, (_, shift) in zip(prepared, padded, strict=True)])
+    durations = np.concatenate([p[1] for p in prepared])
+    runs = sheet.animation_runs(names, [len(p[0]) for p in prepared]) if named else ()
     return sheet.build_sheet(
         rgba,
         durations,
@@ -201,7 +231,8 @@ def build_animation_sheet(
         name,
         progress,
         animations=runs,
-        root_motion=np.concatenate([r for _, _, r in prepared]),
+        root_motion=np.concatenate([p[2] for p in prepared]),
+        pivots=pivots,
     )
 
 
@@ -253,12 +284,11 @@ def stabilise(
     return anchor.stabilise(arr, a, **kwargs)
 
 
-def pixelate(
-    rgb: Any, alpha: Any, width: int, height: int, mask_is: str = "alpha", **kwargs: Any
-) -> tuple[np.ndarray, np.ndarray, Any]:
-    """:func:`.pixelart.pixelate` on tensors; returns numpy ``(rgb, alpha, palette)``."""
-    arr, a = rgb_alpha(rgb, alpha, mask_is)
-    return pixelart.pixelate(arr, a, width, height, **kwargs)
+def pixelate_clips(
+    clips: list[tuple[Any, Any | None]], width: int, height: int, mask_is: str = "alpha", **kwargs: Any
+) -> list[tuple[np.ndarray, np.ndarray, Any]]:
+    """:func:`.pixelart.pixelate_clips` on ``(image, mask)`` tensor pairs; numpy ``[(rgb, alpha, palette)]``."""
+    return pixelart.pixelate_clips([rgb_alpha(rgb, alpha, mask_is) for rgb, alpha in clips], width, height, **kwargs)
 
 
 def export_animation(

@@ -1,8 +1,10 @@
-"""Pixel-art conversion: nearest downscale, one shared palette per clip, optional 1-px outline.
+"""Pixel-art conversion: nearest downscale, one shared palette, optional 1-px outline.
 
 A palette is computed once for the whole clip (not per frame) so colours do not flicker between
-frames.  Colours are matched in CIE Lab so "nearest colour" means nearest to the eye.  Alpha is
-made binary (pixel-art sprites have no partial transparency).
+frames, and by default once for all the clips of a character (:func:`pixelate_clips`: its walk,
+attack and idle are fitted together), so the armour keeps its colour from one animation to the
+next.  Colours are matched in CIE Lab so "nearest colour" means nearest to the eye.  Alpha is made
+binary (pixel-art sprites have no partial transparency).
 """
 
 from __future__ import annotations
@@ -82,16 +84,17 @@ def downscale(rgb: np.ndarray, alpha: np.ndarray, width: int, height: int) -> tu
     return out_rgb, out_a
 
 
-def _opaque_pixels(rgb: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    pixels = rgb[alpha > 0.5]
+def opaque_pixels(clips: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """The opaque pixels ``[N,3]`` of every frame of every ``(rgb, alpha)`` clip (sizes may differ)."""
+    parts = [rgb[alpha > 0.5] for rgb, alpha in clips]
+    pixels = np.concatenate(parts) if parts else np.zeros((0, 3), np.float32)
     if len(pixels) == 0:
         raise InputError("No opaque pixels to build a palette from; check the matte or the mask.")
     return np.ascontiguousarray(pixels, np.float32)
 
 
-def kmeans_palette(rgb: np.ndarray, alpha: np.ndarray, colours: int, seed: int = 0) -> np.ndarray:
-    """``colours`` cluster centres (in Lab, returned as RGB) of the opaque pixels of the clip."""
-    pixels = _opaque_pixels(rgb, alpha)
+def kmeans_palette(pixels: np.ndarray, colours: int, seed: int = 0) -> np.ndarray:
+    """``colours`` cluster centres (in Lab, returned as RGB) of opaque ``pixels`` ``[N,3]``."""
     rng = np.random.default_rng(seed)
     if len(pixels) > 20000:
         pixels = pixels[rng.choice(len(pixels), 20000, replace=False)]
@@ -105,14 +108,39 @@ def kmeans_palette(rgb: np.ndarray, alpha: np.ndarray, colours: int, seed: int =
     return np.clip(back, 0.0, 1.0)
 
 
-def median_cut_palette(rgb: np.ndarray, alpha: np.ndarray, colours: int) -> np.ndarray:
-    """Pillow's median cut over the opaque pixels of the whole clip."""
-    pixels = (_opaque_pixels(rgb, alpha) * 255 + 0.5).astype(np.uint8)
+def median_cut_palette(pixels: np.ndarray, colours: int) -> np.ndarray:
+    """Pillow's median cut over opaque ``pixels`` ``[N,3]``."""
+    pixels = (pixels * 255 + 0.5).astype(np.uint8)
     strip = Image.fromarray(pixels.reshape(1, -1, 3), "RGB")
     quant = strip.quantize(colors=max(1, min(colours, 256)), method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
     used = sorted({int(v) for v in np.asarray(quant).ravel()})
     pal = np.asarray(quant.getpalette()[: 3 * 256], np.float32).reshape(-1, 3)
     return pal[used] / 255.0
+
+
+def fit_palette(
+    clips: list[tuple[np.ndarray, np.ndarray]],
+    palette: str,
+    colours: int,
+    palette_colours: np.ndarray | None = None,
+    seed: int = 0,
+) -> np.ndarray | None:
+    """The palette of ``palette`` method for the opaque pixels of all ``clips`` together (None for ``none``)."""
+    if palette not in PALETTE_METHODS:
+        raise InputError(f"Unknown palette method {palette!r}; choose one of {', '.join(PALETTE_METHODS)}.")
+    if colours < 1:
+        raise InputError(f"colours must be >= 1; got {colours}.")
+    if palette == "kmeans":
+        return kmeans_palette(opaque_pixels(clips), colours, seed)
+    if palette == "median_cut":
+        return median_cut_palette(opaque_pixels(clips), colours)
+    if palette == "pico8":
+        return hex_palette(PICO8)
+    if palette == "file":
+        if palette_colours is None:
+            raise InputError("palette='file' needs a palette file (.hex or .gpl).")
+        return np.asarray(palette_colours, np.float32)
+    return None
 
 
 def map_to_palette(rgb: np.ndarray, palette: np.ndarray, progress: ProgressFn | None = None) -> np.ndarray:
@@ -143,6 +171,50 @@ def outline(
     return out_rgb, out_a
 
 
+def pixelate_clips(
+    clips: list[tuple[np.ndarray, np.ndarray]],
+    width: int,
+    height: int,
+    palette: str = "kmeans",
+    colours: int = 16,
+    palette_colours: np.ndarray | None = None,
+    outline_colour: np.ndarray | None = None,
+    seed: int = 0,
+    progress: ProgressFn | None = None,
+    shared: bool = True,
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+    """Downscale, quantise, binarise alpha and outline every ``(rgb, alpha)`` clip: ``[(rgb, alpha, palette)]``.
+
+    ``shared`` fits one palette over the opaque pixels of all clips (a character's animations keep
+    the same colours); otherwise each clip gets its own.  ``palette``: ``none``, ``kmeans``,
+    ``median_cut`` (``colours`` entries), ``pico8``, or ``file`` (then ``palette_colours`` holds
+    the loaded colours); the fixed palettes are the same for every clip either way.
+    """
+    if palette not in PALETTE_METHODS:
+        raise InputError(f"Unknown palette method {palette!r}; choose one of {', '.join(PALETTE_METHODS)}.")
+    if not clips:
+        raise InputError("No clips to convert to pixel art.")
+    small = []
+    for rgb, alpha in clips:
+        small_rgb, small_a = downscale(rgb, alpha, width, height)
+        small.append((small_rgb, (small_a > 0.5).astype(np.float32)))
+    common = fit_palette(small, palette, colours, palette_colours, seed) if shared else None
+    report = progress or no_progress
+    total, done = sum(len(r) for r, _ in small), 0
+    out = []
+    for small_rgb, small_a in small:
+        pal = common if shared else fit_palette([(small_rgb, small_a)], palette, colours, palette_colours, seed)
+        if pal is not None:
+            small_rgb = map_to_palette(small_rgb, pal, lambda i, _t, before=done: report(before + i, total))
+        done += len(small_rgb)
+        report(done, total)
+        small_rgb = small_rgb * small_a[..., None]
+        if outline_colour is not None:
+            small_rgb, small_a = outline(small_rgb, small_a, np.asarray(outline_colour, np.float32))
+        out.append((small_rgb.astype(np.float32), small_a, pal))
+    return out
+
+
 def pixelate(
     rgb: np.ndarray,
     alpha: np.ndarray,
@@ -155,33 +227,7 @@ def pixelate(
     seed: int = 0,
     progress: ProgressFn | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Downscale, quantise to one clip palette, binarise alpha, outline: ``(rgb, alpha, palette)``.
-
-    ``palette``: ``none``, ``kmeans``, ``median_cut`` (``colours`` entries), ``pico8``, or
-    ``file`` (then ``palette_colours`` holds the loaded colours).
-    """
-    if palette not in PALETTE_METHODS:
-        raise InputError(f"Unknown palette method {palette!r}; choose one of {', '.join(PALETTE_METHODS)}.")
-    if colours < 1:
-        raise InputError(f"colours must be >= 1; got {colours}.")
-    small_rgb, small_a = downscale(rgb, alpha, width, height)
-    small_a = (small_a > 0.5).astype(np.float32)
-    pal = None
-    if palette == "kmeans":
-        pal = kmeans_palette(small_rgb, small_a, colours, seed)
-    elif palette == "median_cut":
-        pal = median_cut_palette(small_rgb, small_a, colours)
-    elif palette == "pico8":
-        pal = hex_palette(PICO8)
-    elif palette == "file":
-        if palette_colours is None:
-            raise InputError("palette='file' needs a palette file (.hex or .gpl).")
-        pal = np.asarray(palette_colours, np.float32)
-    if pal is not None:
-        small_rgb = map_to_palette(small_rgb, pal, progress)
-    elif progress is not None:
-        progress(rgb.shape[0], rgb.shape[0])
-    small_rgb = small_rgb * small_a[..., None]
-    if outline_colour is not None:
-        small_rgb, small_a = outline(small_rgb, small_a, np.asarray(outline_colour, np.float32))
-    return small_rgb.astype(np.float32), small_a, pal
+    """One clip through :func:`pixelate_clips`: ``(rgb, alpha, palette)``."""
+    return pixelate_clips(
+        [(rgb, alpha)], width, height, palette, colours, palette_colours, outline_colour, seed, progress
+    )[0]

@@ -20,7 +20,9 @@ Atlas writers (all carry per-frame durations in ms):
 - TexturePacker JSON hash/array — what Phaser (``load.atlas``) and PixiJS (``Spritesheet``) read,
   with PixiJS's ``animations`` table (animation name → frame names in order).
 - Aseprite JSON hash/array — one ``meta.frameTags`` entry per animation, for Phaser's
-  ``createFromAseprite``.
+  ``createFromAseprite``, and a ``pivot`` slice whose key per frame holds the frame's anchor.
+- Unity: the sheet's ``.png.meta`` (Multiple-mode sprite texture, one sprite per frame with a custom
+  pivot at its anchor) and ``.unity.json`` (durations, root motion); see :mod:`.unity_meta`.
 - Godot 4 ``SpriteFrames`` ``.tres`` (``format=3``, per-frame relative ``duration``) and the
   Godot 3 ``format=2`` variant (no per-frame durations in Godot 3: longer frames are repeated),
   one animation entry per animation.
@@ -56,6 +58,12 @@ class FrameRect:
     src_h: int
     duration_ms: int
     root: tuple[float, float] | None = None  # root motion in sheet pixels from the animation's first frame
+    pivot: tuple[float, float] | None = None  # the anchor in source-frame pixels (y down); None: bottom centre
+
+    @property
+    def pivot_px(self) -> tuple[float, float]:
+        """The pivot in source-frame pixels (x right, y down); the bottom centre when none was given."""
+        return self.pivot if self.pivot is not None else (self.src_w / 2.0, float(self.src_h))
 
     @property
     def trimmed(self) -> bool:
@@ -147,12 +155,14 @@ def build_sheet(
     progress: ProgressFn | None = None,
     animations: tuple[Animation, ...] = (),
     root_motion: np.ndarray | None = None,
+    pivots: np.ndarray | None = None,
 ) -> Sheet:
     """Lay out uint8 RGBA frames ``[T,H,W,4]`` on one sheet (see the module docstring).
 
     ``animations`` splits the frames into named runs (see :func:`animation_runs`); without it the
     whole sheet is one animation named ``name``.  ``root_motion`` ``[T,2]`` (sheet pixels; NaN
-    rows for frames without) becomes each frame's ``root``.
+    rows for frames without) becomes each frame's ``root``; ``pivots`` ``[T,2]`` (frame pixels,
+    y down; NaN rows: the bottom centre) each frame's ``pivot``.
     """
     if rgba.ndim != 4 or rgba.shape[-1] != 4:
         raise InputError(f"Sheet frames must be RGBA [T,H,W,4]; got shape {tuple(rgba.shape)}.")
@@ -171,6 +181,9 @@ def build_sheet(
     roots = np.full((t, 2), np.nan) if root_motion is None else np.asarray(root_motion, np.float64)
     if roots.shape != (t, 2):
         raise InputError(f"Give one root motion (x, y) per frame: {t} frames, got shape {roots.shape}.")
+    pivot = np.full((t, 2), np.nan) if pivots is None else np.asarray(pivots, np.float64)
+    if pivot.shape != (t, 2):
+        raise InputError(f"Give one pivot (x, y) per frame: {t} frames, got shape {pivot.shape}.")
     if animations and (animations[0].first != 0 or sum(a.count for a in animations) != t):
         raise InputError(f"The animations cover {sum(a.count for a in animations)} frames; the sheet has {t}.")
     frame_names = [f"{a.name}_{i:03d}" for a in (animations or (Animation(name, 0, t),)) for i in range(a.count)]
@@ -216,6 +229,9 @@ def build_sheet(
                 src_h=fh,
                 duration_ms=int(round(durations[i])),
                 root=None if np.isnan(roots[i]).any() else (round(float(roots[i, 0]), 2), round(float(roots[i, 1]), 2)),
+                pivot=None
+                if np.isnan(pivot[i]).any()
+                else (round(float(pivot[i, 0]), 2), round(float(pivot[i, 1]), 2)),
             )
         )
         report(i + 1, t)
@@ -281,9 +297,28 @@ def aseprite(sheet: Sheet, image: str, array: bool = False) -> dict:
             for a, _ in sheet.clips()
         ],
         "layers": [{"name": "Layer 1", "opacity": 255, "blendMode": "normal"}],
-        "slices": [],
+        "slices": [aseprite_pivot_slice(sheet)],
     }
     return {"frames": frames, "meta": meta}
+
+
+def aseprite_pivot_slice(sheet: Sheet) -> dict:
+    """One Aseprite slice named ``pivot`` with a key per frame: bounds = the whole frame, pivot = its anchor.
+
+    Aseprite stores a slice's bounds in sprite (untrimmed frame) coordinates and its pivot in whole
+    pixels relative to the bounds' top-left; a key holds from its frame until the next key.
+    """
+    keys = []
+    for i, f in enumerate(sheet.frames):
+        px, py = f.pivot_px
+        keys.append(
+            {
+                "frame": i,
+                "bounds": {"x": 0, "y": 0, "w": f.src_w, "h": f.src_h},
+                "pivot": {"x": int(math.floor(px)), "y": int(math.floor(py))},
+            }
+        )
+    return {"name": "pivot", "color": "#0000ffff", "keys": keys}
 
 
 def _base_duration(frames: list[FrameRect]) -> float:
@@ -390,6 +425,10 @@ def atlas_text(sheet: Sheet, fmt: str, image: str) -> str:
         return godot4_tres(sheet, f"res://{image}")
     if fmt == "godot3":
         return godot3_tres(sheet, f"res://{image}")
+    if fmt in ("unity_meta", "unity_json"):
+        from .unity_meta import unity_animations, unity_meta
+
+        return unity_meta(sheet, image) if fmt == "unity_meta" else unity_animations(sheet, image)
     raise InputError(f"Unknown atlas format {fmt!r}; choose one of {', '.join(ATLAS_FORMATS)}.")
 
 
@@ -400,4 +439,6 @@ ATLAS_SUFFIX = {
     "aseprite_array": ".aseprite-array.json",
     "godot4": ".tres",
     "godot3": ".godot3.tres",
+    "unity_meta": ".png.meta",
+    "unity_json": ".unity.json",
 }

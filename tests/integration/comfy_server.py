@@ -38,6 +38,7 @@ class ComfyServer:
     base: Path
     port: int = field(default_factory=_free_port)
     process: subprocess.Popen | None = None
+    api_nodes: bool = False  # define ComfyUI's API nodes (comfy_api_nodes); they call paid services when run
 
     @property
     def url(self) -> str:
@@ -67,7 +68,7 @@ class ComfyServer:
             "--port",
             str(self.port),
             "--disable-auto-launch",
-            "--disable-api-nodes",
+            *([] if self.api_nodes else ["--disable-api-nodes"]),
             "--base-directory",
             str(self.base),
             "--database-url",

@@ -24,6 +24,7 @@ from .wan_models import STANDIN_DIR, write_rig_to_sprites_models
 from .workflow_models import WORKFLOW_MODELS
 
 ROOT = Path(__file__).resolve().parents[2]
+STANDIN_AUDIO = Path(__file__).resolve().parent / "standin_audio"
 COMFYUI_DIR = os.environ.get("COMFYUI_DIR")
 COMFYUI_PYTHON = os.environ.get("COMFYUI_PYTHON")
 SKIP_REASON = (
@@ -51,12 +52,30 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def started_server(base: Path, api_nodes: bool = False):
+    """A started ComfyServer on ``base`` (our pack linked in), with ComfyUI's audio node definitions even
+    without torchaudio (``standin_audio``); the caller stops it."""
+    (base / "custom_nodes").mkdir(parents=True, exist_ok=True)
+    (base / "custom_nodes" / "gameanim_test_standin_audio").symlink_to(STANDIN_AUDIO, target_is_directory=True)
+    srv = ComfyServer(Path(COMFYUI_DIR), COMFYUI_PYTHON, ROOT, base, api_nodes=api_nodes)
+    try:
+        srv.start()
+    except BaseException:
+        srv.stop()
+        raise
+    return srv
+
+
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
     base = tmp_path_factory.mktemp("comfy_base")
     for setup in WORKFLOW_MODELS.values():
         setup(base / "models", base / "input")
-    yield from _serve(base)
+    srv = started_server(base)
+    try:
+        yield srv
+    finally:
+        srv.stop()
 
 
 @pytest.fixture(scope="session")
@@ -66,14 +85,8 @@ def rig_server(tmp_path_factory):
     write_rig_to_sprites_models(base / "models", Path(COMFYUI_DIR), COMFYUI_PYTHON)
     (base / "custom_nodes").mkdir(parents=True, exist_ok=True)
     (base / "custom_nodes" / "gameanim_test_standin_umt5").symlink_to(STANDIN_DIR, target_is_directory=True)
-    yield from _serve(base)
-
-
-def _serve(base: Path):
-    """A started :class:`ComfyServer` on the base folder ``base``, stopped whatever happens."""
-    srv = ComfyServer(Path(COMFYUI_DIR), COMFYUI_PYTHON, ROOT, base)
+    srv = started_server(base)
     try:
-        srv.start()
         yield srv
     finally:
         srv.stop()

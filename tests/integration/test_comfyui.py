@@ -92,6 +92,7 @@ def test_api_workflow_runs(server, workflow):
     prompt = json.loads(workflow.read_text(encoding="utf-8"))
     for node_id, inputs in WORKFLOW_REDUCTIONS.get(workflow.stem, {}).items():
         prompt[node_id]["inputs"].update(inputs)
+    before = _output_files(server)
     response = server.queue(prompt)
     body = response.json()
     assert response.status_code == 200, json.dumps(body, indent=1)
@@ -106,6 +107,10 @@ def test_api_workflow_runs(server, workflow):
         for item in items
         if isinstance(item, dict) and "filename" in item
     ]
+    # Every file the nodes wrote into output/ (new or rewritten) is listed in the history, fetchable by /view.
+    listed = {"/".join(p for p in (i.get("subfolder"), i["filename"]) if p) for i in files if i.get("type") == "output"}
+    written = {rel for rel, (_, stamp) in _output_files(server).items() if before.get(rel, (None, 0))[1] != stamp}
+    assert written <= listed, f"written but not in the history: {sorted(written - listed)}"
     for item in files:
         view = server.get("/view", params={k: item.get(k, "") for k in ("filename", "subfolder", "type")})
         assert view.status_code == 200 and view.content, item
@@ -133,17 +138,37 @@ def test_client_runs_ui_workflow(server, workflow, tmp_path):
         for n, ins in WORKFLOW_REDUCTIONS.get(workflow.stem, {}).items()
         for k, v in ins.items()
     ]
-    result = _client(
-        server, "run", str(workflow), "--out", str(tmp_path), *[a for r in reductions for a in ("--set", r)]
-    )
+    sets = [a for r in reductions for a in ("--set", r)]
+    before = _output_files(server)
+    result = _client(server, "run", str(workflow), "--out", str(tmp_path), *sets)
     assert result.returncode == 0, result.stderr[-3000:]
+    # Every file the workflow's nodes wrote into output/ (new or rewritten) was saved, byte for byte, and no
+    # temporary preview (PreviewImage's ComfyUI_temp_*, animation preview frames) was.
+    written = {
+        rel: path for rel, (path, stamp) in _output_files(server).items() if before.get(rel, (None, 0))[1] != stamp
+    }
+    saved = {p.name: p for p in tmp_path.rglob("*") if p.is_file()}
+    assert not [n for n in saved if n.startswith("ComfyUI_temp") or n.startswith("frame_")], sorted(saved)
+    missing = sorted(rel for rel, path in written.items() if path.name not in saved)
+    assert not missing, f"written by the workflow but not saved by the client: {missing}; saved: {sorted(saved)}"
+    for path in written.values():
+        assert saved[path.name].read_bytes() == path.read_bytes(), path.name
     if workflow.stem in WORKFLOW_WRITES_MODEL:
         assert (server.base / "models" / WORKFLOW_WRITES_MODEL[workflow.stem]).is_file()
         return
-    assert any(tmp_path.iterdir()), "the client downloaded no output file"
+    if not written:  # a workflow that only previews (motion_scope): its previews come with --previews
+        again = _client(server, "run", str(workflow), "--out", str(tmp_path / "with_previews"), "--previews", *sets)
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert any((tmp_path / "with_previews" / "previews").rglob("*.png")), "no preview saved with --previews"
     if workflow.stem in CLIENT_CHECKS:
         prompt = json.loads((ROOT / "workflows" / "api" / workflow.name).read_text(encoding="utf-8"))
         CLIENT_CHECKS[workflow.stem](server, prompt, tmp_path)
+
+
+def _output_files(server) -> dict[str, tuple[Path, int]]:
+    """Every file under the server's output folder: relative path -> (path, modification time in ns)."""
+    out = server.base / "output"
+    return {p.relative_to(out).as_posix(): (p, p.stat().st_mtime_ns) for p in out.rglob("*") if p.is_file()}
 
 
 def test_client_reports_bad_override(server):

@@ -10,9 +10,12 @@ loads each workflow with ``app.loadGraphData`` and converts it with ``app.graphT
   Reroute node, a native reroute, a PrimitiveNode on a widget, bypassed and muted nodes.
 
 For every node both prompts must hold the same inputs the node declares (the server ignores the others,
-such as LoadImage's ``upload``).  Templates using nodes this server does not define (API nodes, audio
-nodes without torchaudio, other packs) are left out and listed; for those our converter refuses with
-the node named, where the frontend would queue ``class_type: null`` for the server to refuse.
+such as LoadImage's ``upload``).  This module runs its own server with ComfyUI's API nodes defined (the
+``api_*`` templates; nothing here executes them) and ComfyUI's audio nodes defined even without torchaudio
+(the test-only ``standin_audio`` custom node registers ComfyUI's own classes), so those templates are
+compared too, RecordAudio's DOM widget included.  Templates using nodes of other packs are left out and
+listed; for those our converter refuses with the node named, where the frontend would queue
+``class_type: null`` for the server to refuse.
 """
 
 from __future__ import annotations
@@ -104,12 +107,25 @@ def prompt_differences(ours: dict, theirs: dict, definitions: dict) -> list[str]
 
 
 @pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """This module's server: ComfyUI's API nodes defined too (for their templates' node definitions)."""
+    from .conftest import started_server
+
+    srv = started_server(tmp_path_factory.mktemp("comfy_api_nodes_base"), api_nodes=True)
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
 def object_info(server) -> dict[str, Any]:
     return server.get("/object_info").json()
 
 
 def test_templates_convert_as_the_frontend_does(frontend, object_info):
     compared, with_subgraphs, mismatches, left_out, versions = 0, 0, {}, {}, set()
+    recorders = []  # RecordAudio nodes compared: the frontend sends its empty DOM widget value as ""
     for path in _templates():
         workflow = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(workflow, dict) or "nodes" not in workflow:
@@ -121,9 +137,11 @@ def test_templates_convert_as_the_frontend_does(frontend, object_info):
                 ui_to_api(workflow, object_info)
             continue
         expected = frontend.evaluate(LOAD_AND_CONVERT, workflow)
-        problems = prompt_differences(ui_to_api(workflow, object_info), expected, object_info)
+        ours = ui_to_api(workflow, object_info)
+        problems = prompt_differences(ours, expected, object_info)
         if problems:
             mismatches[path.name] = problems[:5]
+        recorders += [(path.name, node["inputs"]) for node in ours.values() if node["class_type"] == "RecordAudio"]
         compared += 1
         versions.add(str((workflow.get("extra") or {}).get("frontendVersion", "none")))
         with_subgraphs += bool((workflow.get("definitions") or {}).get("subgraphs"))
@@ -133,7 +151,9 @@ def test_templates_convert_as_the_frontend_does(frontend, object_info):
         f"out for nodes this server does not define: {json.dumps(left_out)[:2000]}"
     )
     assert not mismatches, json.dumps(mismatches, indent=1)[:6000]
-    assert compared >= 80 and with_subgraphs >= 4 and "none" in versions
+    assert compared >= 150 and with_subgraphs >= 4 and "none" in versions
+    assert not [name for name in left_out if name.startswith("api_")], "API templates must be compared"
+    assert recorders and all(inputs == {"audio": ""} for _, inputs in recorders), recorders
 
 
 def test_workflows_the_frontend_builds_convert_as_it_does(frontend, object_info):

@@ -75,6 +75,28 @@ def walk_cycle(character: str = "robot") -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(arr[..., :3]), np.ascontiguousarray(arr[..., 3])
 
 
+ACTIONS = {"walk": [f"walk{i}" for i in range(8)], "climb": ["climb0", "climb1"], "air": ["idle", "jump", "fall"]}
+
+
+@lru_cache(maxsize=16)
+def action_clips(character: str = "robot") -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """A character's actions as clips: walk (8 frames), climb (2), idle/jump/fall (3), ``(rgb, alpha)`` each."""
+    from PIL import Image
+
+    clips = {}
+    with zipfile.ZipFile(require_wheel()) as z:
+        for action, frames in ACTIONS.items():
+            rgba = [
+                np.asarray(
+                    Image.open(io.BytesIO(z.read(f"{BASE}{character}/{CHARACTERS[character]}_{f}.png"))).convert("RGBA")
+                )
+                for f in frames
+            ]
+            arr = np.stack(rgba).astype(np.float32) / 255.0
+            clips[action] = (np.ascontiguousarray(arr[..., :3]), np.ascontiguousarray(arr[..., 3]))
+    return clips
+
+
 def composite(
     character: str,
     key: tuple[float, float, float],

@@ -16,7 +16,7 @@ from typing import Any
 from ....core import host
 from ....core.errors import InputError, ModelFileError, NumericalError
 from ....core.paths import confined
-from ...common import category, field
+from ...common import category, field, output_files
 
 MLLM_TYPE = "ANIMEGAMER_MLLM"
 GAME_TYPE = "GAMEANIM_GAME"
@@ -308,7 +308,9 @@ class AnimeGamerSaveGame:
 
         path = save_game(game, _slot_path(name))
         text = f"saved turn {len(game.turns)} to {path.name}: " + ", ".join(f"{k} {v}" for k, v in game.states.items())
-        return {"ui": {"text": [text], **_hud_message(game)}, "result": (game,)}
+        tensors = json.loads(path.read_text(encoding="utf-8")).get("tensors")
+        files = output_files([path, *([path.with_name(tensors)] if tensors else [])])
+        return {"ui": {"text": [text], **files, **_hud_message(game)}, "result": (game,)}
 
 
 class AnimeGamerLoadGame:
