@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from ...core.attention import Attends
 from ...core.errors import InputError, ModelFileError
 from ..vc2.unet import UNetLayout, VC2UNet, assign_weights, convert_vc2_unet, infer_layout
 
@@ -94,7 +94,7 @@ def layout_from_config(sd: Mapping[str, Any], config: Mapping[str, Any] | None) 
     return infer_layout(sd, overrides), int(config.get("default_fs", DEFAULT_FS))
 
 
-class ImageCrossAttnProcessor(nn.Module):
+class ImageCrossAttnProcessor(Attends, nn.Module):
     """diffusers attention processor for DynamiCrafter's text + image cross-attention (``attn2`` only)."""
 
     def __init__(self, context_dim: int, inner_dim: int, learnable_scale: bool = False) -> None:
@@ -114,13 +114,6 @@ class ImageCrossAttnProcessor(nn.Module):
         frame_of_row = torch.arange(rows, device=image.device) % frames  # rows are (batch, frame)
         return per_frame[torch.arange(rows, device=image.device), frame_of_row]
 
-    @staticmethod
-    def _attend(attn: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        batch, heads = q.shape[0], attn.heads
-        q, k, v = (t.reshape(batch, t.shape[1], heads, -1).transpose(1, 2) for t in (q, k, v))
-        out = F.scaled_dot_product_attention(q, k, v)
-        return out.transpose(1, 2).reshape(batch, -1, heads * out.shape[-1])
-
     def forward(
         self,
         attn: Any,
@@ -134,11 +127,11 @@ class ImageCrossAttnProcessor(nn.Module):
         text = encoder_hidden_states[:, :TEXT_TOKENS]
         image = self._frame_tokens(encoder_hidden_states[:, TEXT_TOKENS:])
         q = attn.to_q(hidden_states)
-        out = self._attend(attn, q, attn.to_k(text), attn.to_v(text))
+        out = self.attend(q, attn.to_k(text), attn.to_v(text), attn.heads)
         if image.shape[1]:
-            out_ip = self._attend(attn, q, self.to_k_ip(image), self.to_v_ip(image))
+            out_ip = self.attend(q, self.to_k_ip(image), self.to_v_ip(image), attn.heads)
             out = out + (out_ip * (torch.tanh(self.alpha) + 1) if self.alpha is not None else out_ip)
-        return attn.to_out[1](attn.to_out[0](out))
+        return attn.to_out[0](out)  # to_out[1] is inference-time dropout: the identity
 
 
 class DynamiCrafterUNet(VC2UNet):
