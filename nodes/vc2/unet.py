@@ -238,6 +238,7 @@ class VC2UNet(nn.Module):
         self.fps_proj = Timesteps(base, flip_sin_to_cos=True, downscale_freq_shift=0)
         self.fps_embedding = TimestepEmbedding(base, base * 4)
         plain_processors(self.unet)
+        self.gradient_checkpointing = False  # recompute each block in backward (the LoRA trainer turns it on)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -262,7 +263,7 @@ class VC2UNet(nn.Module):
         fps_t = torch.as_tensor(fps, device=x.device).reshape(-1).expand(batch)
         emb = self.unet.time_embedding(self.unet.time_proj(t).to(self.dtype))
         emb = emb + self.fps_embedding(self.fps_proj(fps_t).to(self.dtype))
-        return unet_forward(self.unet, x.to(self.dtype), emb, context.to(self.dtype))
+        return unet_forward(self.unet, x.to(self.dtype), emb, context.to(self.dtype), self.gradient_checkpointing)
 
 
 def keep_group_norm_fp32(model: nn.Module, compute_dtype: torch.dtype) -> None:

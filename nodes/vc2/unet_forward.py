@@ -20,6 +20,8 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 
 def _resnet(block: Any, x: torch.Tensor, temb: torch.Tensor) -> torch.Tensor:
@@ -32,11 +34,12 @@ def _resnet(block: Any, x: torch.Tensor, temb: torch.Tensor) -> torch.Tensor:
 
 
 def _time_conv(conv: Any, x: torch.Tensor) -> torch.Tensor:
-    """A (3,1,1) ``Conv3d`` applied to ``[B, C, T, N]`` as the 2-D convolution it is (kernel (3,1) over (T, N))."""
-    weight = conv.weight.squeeze(-1)
-    if weight.dtype != x.dtype or weight.device != x.device:  # ComfyUI's casting layers stream weights in
-        return conv(x.unsqueeze(-1)).squeeze(-1)
-    return F.conv2d(x, weight, conv.bias, padding=(1, 0))
+    """A (3,1,1) ``Conv3d`` applied to ``[B, C, T, N]``: as the (3,1) 2-D convolution it is (no layout change), unless
+    the layer computes its own way (a LoRA wrapper, or ComfyUI casting its weights on the fly)."""
+    casts = getattr(conv, "comfy_cast_weights", False) or getattr(conv, "weight_function", None)
+    if isinstance(conv, nn.Conv3d) and not casts:
+        return F.conv2d(x, conv.weight.squeeze(-1), conv.bias, padding=(1, 0))
+    return conv(x.unsqueeze(-1)).squeeze(-1)
 
 
 def _temporal_conv(layer: Any, x: torch.Tensor, frames: int) -> torch.Tensor:
@@ -96,37 +99,78 @@ def _stage(
     return x
 
 
-def unet_forward(unet: Any, sample: torch.Tensor, emb: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+def _down(
+    block: Any, x: torch.Tensor, temb: torch.Tensor, context: torch.Tensor, frames: int
+) -> tuple[torch.Tensor, ...]:
+    """A down block; returns every step's output (the skips), the last being the block's output."""
+    outs = []
+    for index in range(len(block.resnets)):
+        x = _stage(block, index, x, temb, context, frames)
+        outs.append(x)
+    if block.downsamplers is not None:
+        outs.append(block.downsamplers[0].conv(x))
+    return tuple(outs)
+
+
+def _mid(block: Any, x: torch.Tensor, temb: torch.Tensor, context: torch.Tensor, frames: int) -> torch.Tensor:
+    x = _temporal_conv(block.temp_convs[0], _resnet(block.resnets[0], x, temb), frames)
+    x = _spatial(block.attentions[0], x, context)
+    x = _temporal(block.temp_attentions[0], x, frames)
+    return _temporal_conv(block.temp_convs[1], _resnet(block.resnets[1], x, temb), frames)
+
+
+def _up(
+    block: Any,
+    x: torch.Tensor,
+    skips: tuple[torch.Tensor, ...],
+    size: tuple[int, int] | None,
+    temb: torch.Tensor,
+    context: torch.Tensor,
+    frames: int,
+) -> torch.Tensor:
+    """An up block: each step joins the latest skip on channels; then upsampling to ``size``."""
+    for index in range(len(block.resnets)):
+        x = _stage(block, index, torch.cat([x, skips[-1 - index]], dim=1), temb, context, frames)
+    if block.upsamplers is not None:
+        x = block.upsamplers[0].conv(F.interpolate(x, size=size, mode="nearest"))
+    return x
+
+
+def unet_forward(
+    unet: Any,
+    sample: torch.Tensor,
+    emb: torch.Tensor,
+    context: torch.Tensor,
+    gradient_checkpointing: bool = False,
+) -> torch.Tensor:
     """Noise prediction of diffusers' ``UNet3DConditionModel`` ``unet`` for ``sample`` ``[B, C, T, H, W]``.
 
     ``emb`` is the time embedding ``[B, D]`` (fps already added), ``context`` the cross-attention tokens
-    ``[B, L, D_ctx]``; returns ``[B, C_out, T, H, W]``.
+    ``[B, L, D_ctx]``; returns ``[B, C_out, T, H, W]``.  With ``gradient_checkpointing`` (and autograd on) each
+    block's activations are recomputed in the backward pass instead of kept.
     """
     batch, channels, frames, height, width = sample.shape
     memory = torch.channels_last if sample.device.type == "cpu" else torch.contiguous_format
     x = sample.transpose(1, 2).reshape(batch * frames, channels, height, width).contiguous(memory_format=memory)
     temb = F.silu(emb).repeat_interleave(frames, dim=0)
     context = context.repeat_interleave(frames, dim=0)
+
+    def run(fn: Any, *args: Any) -> Any:
+        if gradient_checkpointing and torch.is_grad_enabled():
+            return checkpoint(fn, *args, use_reentrant=False)
+        return fn(*args)
+
     x = _temporal(unet.transformer_in, unet.conv_in(x), frames)
     skips = [x]
     for block in unet.down_blocks:
-        for index in range(len(block.resnets)):
-            x = _stage(block, index, x, temb, context, frames)
-            skips.append(x)
-        if block.downsamplers is not None:
-            x = block.downsamplers[0].conv(x)
-            skips.append(x)
-    mid = unet.mid_block
-    x = _temporal_conv(mid.temp_convs[0], _resnet(mid.resnets[0], x, temb), frames)
-    x = _spatial(mid.attentions[0], x, context)
-    x = _temporal(mid.temp_attentions[0], x, frames)
-    x = _temporal_conv(mid.temp_convs[1], _resnet(mid.resnets[1], x, temb), frames)
+        outs = run(_down, block, x, temb, context, frames)
+        skips.extend(outs)
+        x = outs[-1]
+    x = run(_mid, unet.mid_block, x, temb, context, frames)
     for block in unet.up_blocks:
-        for index in range(len(block.resnets)):
-            x = torch.cat([x, skips.pop()], dim=1)
-            x = _stage(block, index, x, temb, context, frames)
-        if block.upsamplers is not None:
-            x = F.interpolate(x, size=skips[-1].shape[-2:], mode="nearest")
-            x = block.upsamplers[0].conv(x)
+        taken = len(block.resnets)
+        mine, skips = tuple(skips[-taken:]), skips[:-taken]
+        size = tuple(skips[-1].shape[-2:]) if block.upsamplers is not None else None
+        x = run(_up, block, x, mine, size, temb, context, frames)
     x = unet.conv_out(unet.conv_act(unet.conv_norm_out(x)))
     return x.reshape(batch, frames, -1, height, width).transpose(1, 2).contiguous()
