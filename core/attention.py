@@ -1,10 +1,11 @@
 """The attention kernel our diffusers-based models call, and the diffusers processor that calls it.
 
-Every attention of the VC2 / DynamiCrafter UNets, the Resampler, ToonCrafter's keyframe attention and the
-AnimeGamer decoder goes through one function with ComfyUI's calling convention,
+Every attention of the VC2 / DynamiCrafter UNets, the Resampler, the VAEs, ToonCrafter's keyframe attention and
+the AnimeGamer decoder goes through one function with ComfyUI's calling convention,
 ``attend(q, k, v, heads, mask=None)`` on ``[B, N, heads * dim]`` tensors.  Library code uses :func:`sdpa`
-(PyTorch's fused kernel); the node adapters install ``core.host.attention`` with :func:`use_attention`, so inside
-ComfyUI the user's choice of kernel (xformers, sage, flash, PyTorch, sub-quadratic) runs our models too.
+(PyTorch's fused kernel); when a node hands a model to the host's memory manager
+(``core.host.manage``) it installs ``core.host.attention`` with :func:`use_attention`, so inside ComfyUI the user's
+choice of kernel (xformers, sage, flash, PyTorch, split, sub-quadratic) runs our models too.
 """
 
 from __future__ import annotations
@@ -43,10 +44,11 @@ class Attends:
 
 
 class AttnProcessor(Attends):
-    """diffusers ``Attention`` processor: the projections of ``attn`` around our kernel.
+    """diffusers ``Attention`` processor: what ``AttnProcessor2_0`` computes, on our kernel.
 
-    Covers the plain self- and cross-attention of the UNets and the Resampler (no norms inside the attention,
-    no residual, no mask: :func:`use_attention` refuses any other kind, so nothing is silently computed wrong).
+    Covers the self- and cross-attention of the UNets and the Resampler and the VAEs' mid-block attention over a
+    feature map (group norm first, pixels as tokens, residual).  No mask: :func:`plain_processors` refuses the
+    kinds this does not compute (norms on queries/keys or context, spatial norm), so nothing is silently wrong.
     """
 
     def __call__(
@@ -57,24 +59,31 @@ class AttnProcessor(Attends):
         attention_mask: torch.Tensor | None = None,
         temb: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        residual = hidden_states
+        if hidden_states.ndim == 4:  # a feature map [B, C, H, W]: its pixels are the tokens
+            hidden_states = hidden_states.flatten(2).transpose(1, 2)
+        if attn.group_norm is not None:
+            hidden_states = attn.group_norm(hidden_states.transpose(1, 2)).transpose(1, 2)
         context = hidden_states if encoder_hidden_states is None else encoder_hidden_states
         out = self.attend(attn.to_q(hidden_states), attn.to_k(context), attn.to_v(context), attn.heads)
-        return attn.to_out[0](out)  # to_out[1] is inference-time dropout: the identity
+        out = attn.to_out[0](out)  # to_out[1] is inference-time dropout: the identity
+        if residual.ndim == 4:
+            out = out.transpose(1, 2).reshape(residual.shape)
+        if attn.residual_connection:
+            out = out + residual
+        return out if attn.rescale_output_factor == 1.0 else out / attn.rescale_output_factor
 
 
 def is_plain(attn: Any) -> bool:
-    """True for a diffusers ``Attention`` that :class:`AttnProcessor` computes exactly."""
+    """True for a diffusers ``Attention`` that :class:`AttnProcessor` computes exactly (as ``AttnProcessor2_0``
+    would: default 1/sqrt(dim) scale, no spatial norm, no norms on queries, keys or context)."""
     return (
-        attn.spatial_norm is None
-        and attn.group_norm is None
+        attn.scale_qk
+        and attn.spatial_norm is None
         and attn.norm_q is None
         and attn.norm_k is None
         and not attn.norm_cross
-        and not attn.residual_connection
-        and attn.rescale_output_factor == 1.0
         and not attn.only_cross_attention
-        and getattr(attn, "scale", attn.dim_head**-0.5 if hasattr(attn, "dim_head") else None)
-        in (None, (attn.inner_dim // attn.heads) ** -0.5)
     )
 
 
@@ -85,7 +94,7 @@ def plain_processors(module: nn.Module) -> None:
     for sub in module.modules():
         if isinstance(sub, Attention) and not isinstance(sub.processor, Attends):
             if not is_plain(sub):
-                raise ValueError(f"{type(sub).__name__} with norms or residual inside: not a plain attention")
+                raise ValueError(f"{type(sub).__name__} with norms on queries, keys or context: not a plain attention")
             sub.set_processor(AttnProcessor())
 
 

@@ -245,8 +245,8 @@ def attention(q: Any, k: Any, v: Any, heads: int, mask: Any = None) -> Any:
 
     Hosted, this is the kernel the user chose for ComfyUI (``optimized_attention``: PyTorch SDPA, xformers,
     sage, flash, split or sub-quadratic, after ``--use-*-attention`` flags), read at each call so a later
-    choice also applies; in plain Python it is PyTorch's fused kernel (:func:`.attention.sdpa`).  Node adapters install
-    it into our models with :func:`~.attention.use_attention`.
+    choice also applies; in plain Python it is PyTorch's fused kernel (:func:`.attention.sdpa`).  :func:`manage`
+    installs it into our models.
     """
     module = _attention_module()
     if module is None:
@@ -275,12 +275,16 @@ class ManagedModel:
     ``load_models_gpu`` loads it (partially in low-VRAM mode), it appears among the host's loaded
     models, and ``/free`` or another model's need for room unloads it.  Its ``Linear``/``Conv``/norm
     layers become ComfyUI's casting layers so a partial load streams the weights that did not fit.
-    Outside ComfyUI, :func:`on_device` simply moves the module to the best local device.
+    Outside ComfyUI, :func:`on_device` simply moves the module to the best local device.  Every attention layer
+    of ours in the module (see :mod:`.attention`) is switched to :func:`attention`, the host's kernel.
     """
 
     def __init__(self, module: Any, name: str, role: str = "diffusion") -> None:
+        from .attention import use_attention
+
         if role not in _ROLES:
             raise ValueError(f"role must be one of {', '.join(_ROLES)}, got {role!r}")
+        use_attention(module, attention)
         self.module = module
         self.name = name
         self.role = role
