@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -13,7 +15,7 @@ if str(ROOT) not in sys.path:
 
 from scripts._pack import import_pack  # noqa: E402 - the pack by path, as ComfyUI and the tests import it
 
-__all__ = ["ROOT", "best_of", "import_pack", "interleaved_best"]
+__all__ = ["ROOT", "best_of", "compare_forwards", "import_pack", "interleaved_median", "randomize"]
 
 
 def best_of(fn: Callable[[], object], repeats: int = 3) -> float:
@@ -26,12 +28,65 @@ def best_of(fn: Callable[[], object], repeats: int = 3) -> float:
     return min(times)
 
 
-def interleaved_best(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Best time of each callable, measured round-robin so load changes on a shared machine hit all alike."""
-    best = {name: float("inf") for name in fns}
+def interleaved_median(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median seconds of each callable, after one warm-up call each, measured round-robin (A, B, A, B, ...) so
+    load from other processes on a shared machine hits every candidate alike."""
+    for fn in fns.values():
+        fn()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
             start = time.perf_counter()
             fn()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(times) for name, times in samples.items()}
+
+
+def randomize(model: Any, seed: int = 1) -> None:
+    """Seeded weights of a realistic scale for a reference model (its own init zeroes output layers)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for _, param in sorted(model.named_parameters()):
+            scale = param[0].numel() ** -0.5 if param.ndim >= 2 else 0.05
+            param.copy_(torch.randn(param.shape, generator=gen) * scale + (1.0 if param.ndim == 1 else 0.0))
+
+
+def compare_forwards(name: str, ours: Callable[[], Any], original: Callable[[], Any], repeats: int) -> None:
+    """Print the median time of ``ours`` and ``original`` (same inputs, same process), their ratio, the largest
+    output difference and, on CUDA, each one's peak memory.  Both are run under ``torch.no_grad``."""
+    import torch
+
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+
+    def timed(fn: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            out = fn()
+            sync()
+            return out
+
+        return run
+
+    with torch.no_grad():
+        diff = (ours().float() - original().float()).abs().max().item()
+        times = interleaved_median({"ours": timed(ours), "original": timed(original)}, repeats)
+        peaks = {}
+        if torch.cuda.is_available():
+            for label, fn in (("ours", ours), ("original", original)):
+                torch.cuda.empty_cache()
+                torch.cuda.reset_peak_memory_stats()
+                base = torch.cuda.memory_allocated()
+                timed(fn)()
+                peaks[label] = (torch.cuda.max_memory_allocated() - base) / 1024**3
+    print(f"[{name}] median of {repeats} interleaved runs after a warm-up, {torch.get_num_threads()} threads")
+    print(f"  original forward: {times['original'] * 1000:10.1f} ms")
+    print(
+        f"  our forward:      {times['ours'] * 1000:10.1f} ms   ours/original {times['ours'] / times['original']:.3f}"
+    )
+    print(f"  max |ours - original|: {diff:.2e}")
+    if peaks:
+        print(
+            f"  peak activation memory (CUDA, beyond the weights): ours {peaks['ours']:.2f} GiB, "
+            f"original {peaks['original']:.2f} GiB"
+        )
