@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
@@ -15,7 +16,10 @@ if str(ROOT) not in sys.path:
 
 from scripts._pack import import_pack  # noqa: E402 - the pack by path, as ComfyUI and the tests import it
 
-__all__ = ["ROOT", "best_of", "compare_forwards", "import_pack", "interleaved_median", "randomize"]
+__all__ = [
+    "ROOT", "UNET_DTYPES", "best_of", "compare_forwards", "compare_unets", "import_pack", "interleaved_median",
+    "randomize", "unet_parser",
+]  # fmt: skip
 
 
 def best_of(fn: Callable[[], object], repeats: int = 3) -> float:
@@ -90,3 +94,43 @@ def compare_forwards(name: str, ours: Callable[[], Any], original: Callable[[], 
             f"  peak activation memory (CUDA, beyond the weights): ours {peaks['ours']:.2f} GiB, "
             f"original {peaks['original']:.2f} GiB"
         )
+
+
+UNET_DTYPES = ("fp32", "fp16")  # the original UNets run fp32, or fp32 weights under fp16 autocast
+
+
+def unet_parser(description: str, original: str, latent: str = "32x32") -> argparse.ArgumentParser:
+    """The options of the UNet benches (ours against the original code)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("original", type=Path, help=f"a checkout of {original}")
+    parser.add_argument("--real", action="store_true", help="also the released config (~12 GB RAM in fp32)")
+    parser.add_argument("--frames", type=int, default=8, help="frames of the --real run")
+    parser.add_argument("--latent", default=latent, help="latent HxW of the --real run (40x64 = 320x512 pixels)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--dtype", choices=UNET_DTYPES, default="fp32")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads for both models (default: torch's)")
+    return parser
+
+
+def compare_unets(
+    name: str, ours: Any, original: Any, inputs: tuple[Any, Any, Any], cond: tuple[str, Any], args: argparse.Namespace
+) -> None:
+    """Time ``ours(x, t, ctx, cond)`` against ``original(x, t, context=ctx, <cond name>=cond)`` on ``args.device``:
+    ours in ``args.dtype``, the original with fp32 weights under autocast (as its scripts run it)."""
+    import torch
+
+    device = torch.device(args.device)
+    dtype = torch.float16 if args.dtype == "fp16" else torch.float32
+    ours = ours.to(device, dtype)
+    original = original.to(device)
+    x, t, ctx = (v.to(device) for v in inputs)
+    key, value = cond[0], cond[1].to(device)
+
+    def run_original() -> Any:
+        with torch.autocast(device.type, dtype, enabled=dtype != torch.float32):
+            return original(x, t, context=ctx, **{key: value})
+
+    params = sum(p.numel() for p in ours.parameters())
+    label = f"{name}: {params / 1e6:.1f} M params, latent {tuple(x.shape)}, {args.dtype} on {device}"
+    compare_forwards(label, lambda: ours(x, t, ctx, value), run_original, args.repeats)

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import torch
-from _common import compare_forwards, import_pack, randomize
+from _common import compare_unets, import_pack, randomize, unet_parser
 
 TINY = {
     "in_channels": 8, "out_channels": 4, "model_channels": 32, "attention_resolutions": [1], "num_res_blocks": 1,
@@ -41,45 +40,25 @@ COMMON = {
 }  # fmt: skip
 
 
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16}
-
-
 def compare(name: str, config: dict, frames: int, latent: tuple[int, int], args: argparse.Namespace) -> None:
     from gameanim.nodes.dynamicrafter.unet import build_dc_unet
     from lvdm.modules.networks.openaimodel3d import UNetModel
 
-    device, dtype = torch.device(args.device), DTYPES[args.dtype]
     torch.manual_seed(0)
     original = UNetModel(**config, **COMMON).train(False)
     randomize(original)
-    ours = build_dc_unet(original.state_dict(), {"num_head_channels": config["num_head_channels"]}, dtype).to(device)
-    original = original.to(device)  # fp32 weights; in fp16 it runs under autocast, as the original scripts do
+    dtype = torch.float16 if args.dtype == "fp16" else torch.float32
+    ours = build_dc_unet(original.state_dict(), {"num_head_channels": config["num_head_channels"]}, dtype)
     gen = torch.Generator().manual_seed(2)
-    x = torch.randn(1, 8, frames, *latent, generator=gen).to(device)
-    ctx = torch.randn(1, 77 + 16 * frames, config["context_dim"], generator=gen).to(device)
-    t, fs = torch.tensor([999], device=device), torch.tensor([24], device=device)
-    params = sum(p.numel() for p in ours.parameters())
-    label = f"{name}: {params / 1e6:.1f} M params, latent {tuple(x.shape)}, {args.dtype} on {device}"
-
-    def run_original() -> torch.Tensor:
-        with torch.autocast(device.type, dtype, enabled=dtype != torch.float32):
-            return original(x, t, context=ctx, fs=fs)
-
-    compare_forwards(label, lambda: ours(x, t, ctx, fs), run_original, args.repeats)
+    x = torch.randn(1, 8, frames, *latent, generator=gen)
+    ctx = torch.randn(1, 77 + 16 * frames, config["context_dim"], generator=gen)
+    compare_unets(name, ours, original, (x, torch.tensor([999]), ctx), ("fs", torch.tensor([24])), args)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("original", type=Path, help="a checkout of github.com/Doubiiu/DynamiCrafter")
-    parser.add_argument("--real", action="store_true", help="also the released 512 config (~12 GB RAM in fp32)")
-    parser.add_argument("--frames", type=int, default=8, help="frames of the --real run")
-    parser.add_argument("--latent", default="32x32", help="latent HxW of the --real run (40x64 = 320x512 pixels)")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--device", default="cpu", help="cpu or cuda")
-    parser.add_argument("--dtype", choices=sorted(DTYPES), default="fp32")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads(), help="CPU threads for both models")
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = unet_parser(__doc__.splitlines()[0], "github.com/Doubiiu/DynamiCrafter").parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     import_pack()
     sys.path.insert(0, str(args.original.resolve()))
     compare("tiny config", TINY, 3, (8, 8), args)
