@@ -43,11 +43,22 @@ class Attends:
     attend: Attend = staticmethod(sdpa)  # type: ignore[assignment]
 
 
+def attend_shared(attend: Attend, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, heads: int) -> torch.Tensor:
+    """Attention of ``q`` ``[B*T, N, inner]`` over keys/values of ``B`` rows: each row's keys serve its ``T``
+    consecutive query rows (a clip's frames and the clip's context), so the frames are folded into one query
+    sequence per clip (attention is per query) instead of repeating keys and values ``T`` times."""
+    rows, length, inner = q.shape
+    if k.shape[0] == rows:
+        return attend(q, k, v, heads)
+    return attend(q.reshape(k.shape[0], -1, inner), k, v, heads).reshape(rows, length, inner)
+
+
 class AttnProcessor(Attends):
     """diffusers ``Attention`` processor: what ``AttnProcessor2_0`` computes, on our kernel.
 
     Covers the self- and cross-attention of the UNets and the Resampler and the VAEs' mid-block attention over a
-    feature map (group norm first, pixels as tokens, residual).  No mask: :func:`plain_processors` refuses the
+    feature map (group norm first, pixels as tokens, residual).  A cross-attention context may hold one row per
+    clip for ``T`` query rows per clip (:func:`attend_shared`).  No mask: :func:`plain_processors` refuses the
     kinds this does not compute (norms on queries/keys or context, spatial norm), so nothing is silently wrong.
     """
 
@@ -65,8 +76,8 @@ class AttnProcessor(Attends):
         if attn.group_norm is not None:
             hidden_states = attn.group_norm(hidden_states.transpose(1, 2)).transpose(1, 2)
         context = hidden_states if encoder_hidden_states is None else encoder_hidden_states
-        out = self.attend(attn.to_q(hidden_states), attn.to_k(context), attn.to_v(context), attn.heads)
-        out = attn.to_out[0](out)  # to_out[1] is inference-time dropout: the identity
+        q, k, v = attn.to_q(hidden_states), attn.to_k(context), attn.to_v(context)
+        out = attn.to_out[0](attend_shared(self.attend, q, k, v, attn.heads))  # to_out[1]: inference dropout
         if residual.ndim == 4:
             out = out.transpose(1, 2).reshape(residual.shape)
         if attn.residual_connection:

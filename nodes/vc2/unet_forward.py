@@ -1,15 +1,14 @@
 """The forward pass of the VC2-family 3-D UNet over diffusers' ``UNet3DConditionModel`` modules.
 
-diffusers' own forward is general (masks, adapters, GLIGEN, deprecation checks, every norm type) and moves
-activations between layouts at every block; this one computes the same network in the layout the CPU wants:
+diffusers' own forward is general (masks, adapters, GLIGEN, deprecation checks, every norm type); this one computes
+the same network with less work:
 
-* activations stay ``[B*T, C, H, W]`` in ``channels_last`` memory (``[B, T, H, W, C]``) on the CPU, where the
-  convolutions (oneDNN) and GroupNorm have channels-last kernels: the spatial transformer's token view
-  ``[B*T, H*W, C]`` and the temporal convolution's ``[B, C, T, H*W]`` are then views, not copies;
-* the (3,1,1) temporal convolutions run as (3,1) 2-D convolutions over that view (same weights);
+* the (3,1,1) temporal convolutions run as (3,1) 2-D convolutions over ``[B, C, T, H*W]`` (same weights; PyTorch's
+  CPU ``Conv3d`` takes a slow unfold path for them);
 * every attention calls its processor directly (diffusers inspects the processor's signature on each call),
   and the processors call the kernel :func:`core.attention.use_attention` installed;
-* the text context's keys and values are computed once per clip instead of once per frame.
+* the context is passed once per clip, not repeated per frame: cross-attention keys and values are computed once
+  per clip and each clip's frames are folded into one query sequence (:func:`core.attention.attend_shared`).
 
 Only weight-bearing modules are called as modules, so ComfyUI's casting layers (partial loading) still apply.
 """
@@ -146,14 +145,12 @@ def unet_forward(
     """Noise prediction of diffusers' ``UNet3DConditionModel`` ``unet`` for ``sample`` ``[B, C, T, H, W]``.
 
     ``emb`` is the time embedding ``[B, D]`` (fps already added), ``context`` the cross-attention tokens
-    ``[B, L, D_ctx]``; returns ``[B, C_out, T, H, W]``.  With ``gradient_checkpointing`` (and autograd on) each
+    ``[B, L, D_ctx]`` (one row per clip); returns ``[B, C_out, T, H, W]``.  With ``gradient_checkpointing`` (and autograd on) each
     block's activations are recomputed in the backward pass instead of kept.
     """
     batch, channels, frames, height, width = sample.shape
-    memory = torch.channels_last if sample.device.type == "cpu" else torch.contiguous_format
-    x = sample.transpose(1, 2).reshape(batch * frames, channels, height, width).contiguous(memory_format=memory)
+    x = sample.transpose(1, 2).reshape(batch * frames, channels, height, width)
     temb = F.silu(emb).repeat_interleave(frames, dim=0)
-    context = context.repeat_interleave(frames, dim=0)
 
     def run(fn: Any, *args: Any) -> Any:
         if gradient_checkpointing and torch.is_grad_enabled():
