@@ -3,6 +3,10 @@
 diffusers' own forward is general (masks, adapters, GLIGEN, deprecation checks, every norm type); this one computes
 the same network with less work:
 
+* on the CPU, at latent sizes from 16x16 up, activations stay ``[B*T, C, H, W]`` in channels-last memory
+  (``[B, T, H, W, C]``), where oneDNN's convolutions and GroupNorm have channels-last kernels and the spatial
+  transformer's tokens ``[B*T, H*W, C]`` and the temporal convolution's ``[B, C, T, H*W]`` are views, not copies
+  (measured: the released UNet at 32x32 is about 10 % faster; at 8x8 the conversions cost more than they save);
 * the (3,1,1) temporal convolutions run as (3,1) 2-D convolutions over ``[B, C, T, H*W]`` (same weights; PyTorch's
   CPU ``Conv3d`` takes a slow unfold path for them);
 * every attention calls its processor directly (diffusers inspects the processor's signature on each call),
@@ -21,6 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
+
+CHANNELS_LAST_MIN_PIXELS = 16 * 16  # latent size from which channels-last pays on the CPU (see above)
 
 
 def _resnet(block: Any, x: torch.Tensor, temb: torch.Tensor) -> torch.Tensor:
@@ -149,7 +155,9 @@ def unet_forward(
     block's activations are recomputed in the backward pass instead of kept.
     """
     batch, channels, frames, height, width = sample.shape
-    x = sample.transpose(1, 2).reshape(batch * frames, channels, height, width)
+    channels_last = sample.device.type == "cpu" and height * width >= CHANNELS_LAST_MIN_PIXELS
+    memory = torch.channels_last if channels_last else torch.contiguous_format
+    x = sample.transpose(1, 2).reshape(batch * frames, channels, height, width).contiguous(memory_format=memory)
     temb = F.silu(emb).repeat_interleave(frames, dim=0)
 
     def run(fn: Any, *args: Any) -> Any:
