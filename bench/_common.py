@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import statistics
 import subprocess
@@ -11,6 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -18,7 +20,10 @@ if str(ROOT) not in sys.path:
 
 from scripts._pack import import_pack  # noqa: E402 - the pack by path, as ComfyUI and the tests import it
 
-__all__ = ["ROOT", "best_of", "import_pack", "interleaved_best", "interleaved_medians", "modules_at", "one_thread"]
+__all__ = [
+    "ROOT", "UNET_DTYPES", "best_of", "compare_forwards", "compare_unets", "import_pack", "interleaved_best",
+    "interleaved_median", "interleaved_medians", "modules_at", "one_thread", "randomize", "unet_parser",
+]  # fmt: skip
 
 
 def best_of(fn: Callable[[], object], repeats: int = 3) -> float:
@@ -106,3 +111,101 @@ def one_thread(fn: Callable[[], object]) -> Callable[[], object]:
             cv2.setNumThreads(saved_cv2)
 
     return run
+
+
+def interleaved_median(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median wall seconds of each callable after one warm-up call each, measured round-robin (A, B, A, B, ...)
+    so load from other processes on a shared machine hits every candidate alike."""
+    for fn in fns.values():
+        fn()
+    return {name: wall for name, (wall, _) in interleaved_medians(fns, repeats).items()}
+
+
+def randomize(model: Any, seed: int = 1) -> None:
+    """Seeded weights of a realistic scale for a reference model (its own init zeroes output layers)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for _, param in sorted(model.named_parameters()):
+            scale = param[0].numel() ** -0.5 if param.ndim >= 2 else 0.05
+            param.copy_(torch.randn(param.shape, generator=gen) * scale + (1.0 if param.ndim == 1 else 0.0))
+
+
+def compare_forwards(name: str, ours: Callable[[], Any], original: Callable[[], Any], repeats: int) -> None:
+    """Print the median time of ``ours`` and ``original`` (same inputs, same process), their ratio, the largest
+    output difference and, on CUDA, each one's peak memory.  Both are run under ``torch.no_grad``."""
+    import torch
+
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+
+    def timed(fn: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            out = fn()
+            sync()
+            return out
+
+        return run
+
+    with torch.no_grad():
+        diff = (ours().float() - original().float()).abs().max().item()
+        times = interleaved_median({"ours": timed(ours), "original": timed(original)}, repeats)
+        peaks = {}
+        if torch.cuda.is_available():
+            for label, fn in (("ours", ours), ("original", original)):
+                torch.cuda.empty_cache()
+                torch.cuda.reset_peak_memory_stats()
+                base = torch.cuda.memory_allocated()
+                timed(fn)()
+                peaks[label] = (torch.cuda.max_memory_allocated() - base) / 1024**3
+    print(f"[{name}] median of {repeats} interleaved runs after a warm-up, {torch.get_num_threads()} threads")
+    print(f"  original forward: {times['original'] * 1000:10.1f} ms")
+    print(
+        f"  our forward:      {times['ours'] * 1000:10.1f} ms   ours/original {times['ours'] / times['original']:.3f}"
+    )
+    print(f"  max |ours - original|: {diff:.2e}")
+    if peaks:
+        print(
+            f"  peak activation memory (CUDA, beyond the weights): ours {peaks['ours']:.2f} GiB, "
+            f"original {peaks['original']:.2f} GiB"
+        )
+
+
+UNET_DTYPES = ("fp32", "fp16")  # the original UNets run fp32, or fp32 weights under fp16 autocast
+
+
+def unet_parser(description: str, original: str, latent: str = "32x32") -> argparse.ArgumentParser:
+    """The options of the UNet benches (ours against the original code)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("original", type=Path, help=f"a checkout of {original}")
+    parser.add_argument("--real", action="store_true", help="also the released config (~12 GB RAM in fp32)")
+    parser.add_argument("--frames", type=int, default=8, help="frames of the --real run")
+    parser.add_argument("--latent", default=latent, help="latent HxW of the --real run (40x64 = 320x512 pixels)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--dtype", choices=UNET_DTYPES, default="fp32")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads for both models (default: torch's)")
+    return parser
+
+
+def compare_unets(
+    name: str, ours: Any, original: Any, inputs: tuple[Any, Any, Any], cond: tuple[str, Any], args: argparse.Namespace
+) -> None:
+    """Time ``ours(x, t, ctx, cond)`` against ``original(x, t, context=ctx, <cond name>=cond)`` on ``args.device``:
+    ours in ``args.dtype``, the original with fp32 weights under autocast (as its scripts run it)."""
+    import torch
+
+    device = torch.device(args.device)
+    dtype = torch.float16 if args.dtype == "fp16" else torch.float32
+    ours = ours.to(device, dtype)
+    original = original.to(device)
+    x, t, ctx = (v.to(device) for v in inputs)
+    key, value = cond[0], cond[1].to(device)
+
+    def run_original() -> Any:
+        with torch.autocast(device.type, dtype, enabled=dtype != torch.float32):
+            return original(x, t, context=ctx, **{key: value})
+
+    params = sum(p.numel() for p in ours.parameters())
+    label = f"{name}: {params / 1e6:.1f} M params, latent {tuple(x.shape)}, {args.dtype} on {device}"
+    compare_forwards(label, lambda: ours(x, t, ctx, value), run_original, args.repeats)

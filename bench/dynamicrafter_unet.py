@@ -1,24 +1,28 @@
-"""DynamiCrafter UNet: ours against the original in the same run, and the VRAM of a 320x512x16 fp16 forward.
+"""DynamiCrafter UNet: ours against the original DynamiCrafter code, same weights, same inputs, same process.
 
-``python bench/dynamicrafter_unet.py /path/to/DynamiCrafter [--real] [--repeats N]``
+    python bench/dynamicrafter_unet.py /path/to/DynamiCrafter [--real] [--frames 8] [--latent 32x32] [--repeats 5]
+                                       [--threads N] [--device cuda --dtype fp16]
 
-The original ``lvdm.modules.networks.openaimodel3d.UNetModel`` (needs einops and opencv, no Lightning) is
-built with seeded weights, the same weights are loaded into ours through the checkpoint key map, and one
-forward of each is timed round-robin (best of N, so load on a shared machine hits both alike); the script
-prints the time ratio ours / original and the largest output difference.  ``--real`` adds the released
-512 config (1.44 B parameters, ~12 GB RAM for the two copies) at 2 frames of 8x8 latent.  On a CUDA
-machine it also runs our fp16 UNet at 320x512, 16 frames, batch 1 and prints the peak VRAM
-(``torch.cuda.max_memory_allocated``); without CUDA it says so and prints only the weight sizes.
+The original ``lvdm.modules.networks.openaimodel3d.UNetModel`` (needs einops and opencv, no Lightning; without
+xformers its attention is the einsum softmax a CPU user runs, with xformers on a GPU it uses xformers) is built
+with seeded weights, and the same weights go into ours through the checkpoint key map.  One forward of each is
+timed round-robin (A, B, A, B), the median after a warm-up, with the same threads and dtype (``--dtype fp16``:
+ours with fp16 weights, the original with its fp32 weights under autocast, as its scripts run it); the script prints
+ours / original and the largest output difference, and on CUDA each one's peak memory.  The context is 77 text
+tokens plus 16 image tokens per frame (the per-frame image cross-attention path).
+
+Configs: "tiny" (the parity fixture's) at 3 frames of 8x8 latent, and with ``--real`` the released 512 config
+(1.44 B parameters, ~12 GB of RAM for the two fp32 copies) at ``--frames`` frames of ``--latent`` (default 8
+frames of 32x32).  The released sampler runs 16 frames of 40x64 (320x512): ``--frames 16 --latent 40x64``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import torch
-from _common import import_pack, interleaved_best
+from _common import compare_unets, import_pack, randomize, unet_parser
 
 TINY = {
     "in_channels": 8, "out_channels": 4, "model_channels": 32, "attention_resolutions": [1], "num_res_blocks": 1,
@@ -36,75 +40,31 @@ COMMON = {
 }  # fmt: skip
 
 
-def _randomize(model: torch.nn.Module) -> None:
-    gen = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for _, param in sorted(model.named_parameters()):
-            scale = param[0].numel() ** -0.5 if param.ndim >= 2 else 0.05
-            param.copy_(torch.randn(param.shape, generator=gen) * scale + (1.0 if param.ndim == 1 else 0.0))
-
-
-def compare(name: str, config: dict, frames: int, size: int, repeats: int) -> None:
+def compare(name: str, config: dict, frames: int, latent: tuple[int, int], args: argparse.Namespace) -> None:
     from gameanim.nodes.dynamicrafter.unet import build_dc_unet
     from lvdm.modules.networks.openaimodel3d import UNetModel
 
     torch.manual_seed(0)
     original = UNetModel(**config, **COMMON).train(False)
-    _randomize(original)
-    ours = build_dc_unet(original.state_dict(), {"num_head_channels": config["num_head_channels"]})
+    randomize(original)
+    dtype = torch.float16 if args.dtype == "fp16" else torch.float32
+    ours = build_dc_unet(original.state_dict(), {"num_head_channels": config["num_head_channels"]}, dtype)
     gen = torch.Generator().manual_seed(2)
-    x = torch.randn(1, 8, frames, size, size, generator=gen)
+    x = torch.randn(1, 8, frames, *latent, generator=gen)
     ctx = torch.randn(1, 77 + 16 * frames, config["context_dim"], generator=gen)
-    t, fs = torch.tensor([999]), torch.tensor([24])
-    with torch.no_grad():
-        diff = (ours(x, t, ctx, fs) - original(x, t, context=ctx, fs=fs)).abs().max().item()
-        times = interleaved_best(
-            {"ours": lambda: ours(x, t, ctx, fs), "original": lambda: original(x, t, context=ctx, fs=fs)}, repeats
-        )
-    params = sum(p.numel() for p in ours.parameters())
-    print(f"[{name}] params {params:,}  latent {tuple(x.shape)}  threads {torch.get_num_threads()}")
-    print(f"  original UNetModel forward: {times['original'] * 1000:9.1f} ms")
-    print(
-        f"  our DynamiCrafterUNet:      {times['ours'] * 1000:9.1f} ms   ratio {times['ours'] / times['original']:.3f}"
-    )
-    print(f"  max |ours - original|:      {diff:.2e}")
-
-
-def vram() -> None:
-    from gameanim.nodes.dynamicrafter.unet import DynamiCrafterUNet
-    from gameanim.nodes.vc2.unet import UNetLayout, keep_group_norm_fp32
-
-    layout = UNetLayout(8, 4, (320, 640, 1280, 1280), (True, True, True, False), 2, 1024, 64)
-    with torch.device("meta"):
-        model = DynamiCrafterUNet(layout)
-    weights = sum(p.numel() for p in model.parameters()) * 2
-    print(f"[VRAM 320x512x16 fp16] UNet weights alone: {weights / 1024**3:.2f} GiB")
-    if not torch.cuda.is_available():
-        print("  no CUDA device here: peak VRAM not measured")
-        return
-    model = model.to_empty(device="cuda").half()
-    keep_group_norm_fp32(model, torch.float16)
-    torch.cuda.reset_peak_memory_stats()
-    x = torch.randn(1, 8, 16, 40, 64, device="cuda")
-    ctx = torch.randn(1, 77 + 256, 1024, device="cuda")
-    with torch.no_grad():
-        model(x, torch.tensor([999], device="cuda"), ctx, 24)
-    torch.cuda.synchronize()
-    print(f"  peak VRAM of one forward (batch 1): {torch.cuda.max_memory_allocated() / 1024**3:.2f} GiB")
+    compare_unets(name, ours, original, (x, torch.tensor([999]), ctx), ("fs", torch.tensor([24])), args)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("original", type=Path, help="a checkout of github.com/Doubiiu/DynamiCrafter")
-    parser.add_argument("--real", action="store_true", help="also the released 512 config (~12 GB RAM)")
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+    args = unet_parser(__doc__.splitlines()[0], "github.com/Doubiiu/DynamiCrafter").parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     import_pack()
     sys.path.insert(0, str(args.original.resolve()))
-    compare("tiny config", TINY, frames=3, size=8, repeats=args.repeats)
+    compare("tiny config", TINY, 3, (8, 8), args)
     if args.real:
-        compare("DynamiCrafter 512 config", REAL, frames=2, size=8, repeats=2)
-    vram()
+        height, width = (int(v) for v in args.latent.lower().split("x"))
+        compare("DynamiCrafter 512 config", REAL, args.frames, (height, width), args)
 
 
 if __name__ == "__main__":

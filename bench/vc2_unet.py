@@ -1,74 +1,64 @@
-"""Benchmark the VC2 UNet and one DDIM step on the CPU: ``python bench/vc2_unet.py [--skip-real]``.
+"""VC2 UNet: ours against the original VideoCrafter code, same weights, same inputs, same process.
 
-For the real VC2 config (1.41 B parameters, random weights, 2 frames of 8x8 latent) and the tiny
-parity config it prints: one UNet forward of our ``VC2UNet``, the same forward of the bare diffusers
-``UNet3DConditionModel`` (baseline, no fps term), one full sampler step (CFG = two UNet calls plus the
-``scale_arr`` DDIM update) against two bare forwards, and the peak RSS of the process.
+    python bench/vc2_unet.py /path/to/VideoCrafter [--real] [--frames 8] [--latent 32x32] [--repeats 5]
+                             [--threads N] [--device cuda --dtype fp16]
+
+The original ``lvdm.modules.networks.openaimodel3d.UNetModel`` (needs einops; without xformers its attention is
+the einsum softmax a CPU user runs, with xformers on a GPU it uses xformers) is built with seeded weights, and
+the same weights go into ours through the checkpoint key map.  One forward of each is timed round-robin
+(A, B, A, B: load on a shared machine hits both alike), the median after a warm-up, with the same threads and
+dtype (``--dtype fp16``: ours with fp16 weights, the original with its fp32 weights under autocast, as its
+scripts run it); the script prints ours / original and the largest output difference, and on CUDA each one's peak memory.
+
+Configs: "tiny" (the parity fixture's: 32/64 channels) at 3 frames of 8x8 latent, and with ``--real`` the
+released VC2 config (1.41 B parameters; ~12 GB of RAM for the two fp32 copies) at ``--frames`` frames of
+``--latent`` (default 8 frames of 32x32: a 256x256 clip, 1024 tokens per spatial attention).  The released
+sampler runs 16 frames of 40x64 (320x512): ``--frames 16 --latent 40x64`` on a GPU.
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
-import time
+import sys
 
 import torch
-from _common import import_pack, interleaved_best
+from _common import compare_unets, import_pack, randomize, unet_parser
+
+TINY = {"model_channels": 32, "attention_resolutions": [1], "num_res_blocks": 1, "channel_mult": [1, 2],
+        "num_head_channels": 8, "context_dim": 32}  # fmt: skip
+REAL = {"model_channels": 320, "attention_resolutions": [4, 2, 1], "num_res_blocks": 2, "channel_mult": [1, 2, 4, 4],
+        "num_head_channels": 64, "context_dim": 1024}  # fmt: skip
+COMMON = {
+    "in_channels": 4, "out_channels": 4, "transformer_depth": 1, "use_linear": True, "use_checkpoint": False,
+    "temporal_conv": True, "temporal_attention": True, "temporal_selfatt_only": True, "use_relative_position": False,
+    "use_causal_attention": False, "temporal_length": 16, "addition_attention": True, "fps_cond": True,
+}  # fmt: skip
 
 
-def _peak_rss_gb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+def compare(name: str, config: dict, frames: int, latent: tuple[int, int], args: argparse.Namespace) -> None:
+    from gameanim.nodes.vc2.unet import build_unet
+    from lvdm.modules.networks.openaimodel3d import UNetModel
 
-
-def bench(name: str, layout, frames: int, size: int, repeats: int) -> None:
-    from gameanim.nodes.vc2.ddim import ddim_sample
-    from gameanim.nodes.vc2.schedule import vc2_schedule
-    from gameanim.nodes.vc2.unet import VC2UNet
-
-    start = time.perf_counter()
     torch.manual_seed(0)
-    model = VC2UNet(layout).train(False).requires_grad_(False)
-    build = time.perf_counter() - start
-    params = sum(p.numel() for p in model.parameters())
-    x = torch.randn(1, layout.in_channels, frames, size, size)
-    ctx = torch.randn(1, 77, layout.cross_attention_dim)
-    t = torch.tensor([981])
-    schedule = vc2_schedule()
-    with torch.no_grad():
-        model(x, t, ctx, 16)  # warm-up
-        times = interleaved_best(
-            {
-                "ours": lambda: model(x, t, ctx, 16),
-                "bare": lambda: model.unet(x, t, encoder_hidden_states=ctx, return_dict=False),
-                "step": lambda: ddim_sample(model, schedule, x, ctx, ctx, steps=50, cfg=12.0, eta=1.0, start_step=49),
-            },
-            repeats,
-        )
-    ours, bare, step = times["ours"], times["bare"], times["step"]
-    print(
-        f"[{name}] params {params:,}  latent {tuple(x.shape)}  build {build:.1f} s  threads {torch.get_num_threads()}"
-    )
-    print(f"  UNet forward (VC2UNet, fps):       {ours * 1000:9.1f} ms")
-    print(f"  baseline diffusers forward:        {bare * 1000:9.1f} ms   ratio {ours / bare:.3f}")
-    print(
-        f"  one DDIM step (CFG, scale_arr):    {step * 1000:9.1f} ms   ratio vs 2 bare forwards {step / (2 * bare):.3f}"
-    )
-    print(f"  peak RSS so far: {_peak_rss_gb():.2f} GB")
+    original = UNetModel(**config, **COMMON).train(False)
+    randomize(original)
+    ours = build_unet(original.state_dict(), dtype=torch.float16 if args.dtype == "fp16" else torch.float32)
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randn(1, 4, frames, *latent, generator=gen)
+    ctx = torch.randn(1, 77, config["context_dim"], generator=gen)
+    compare_unets(name, ours, original, (x, torch.tensor([981]), ctx), ("fps", torch.tensor([16])), args)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--skip-real", action="store_true", help="only the tiny config (the real one needs ~6 GB RAM)")
-    parser.add_argument("--repeats", type=int, default=5, help="rounds for the tiny config (the real one uses 2)")
-    args = parser.parse_args()
+    args = unet_parser(__doc__.splitlines()[0], "github.com/AILab-CVC/VideoCrafter").parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     import_pack()
-    from gameanim.nodes.vc2.unet import UNetLayout
-
-    tiny = UNetLayout(4, 4, (32, 64), (True, False), 1, 32, 8)
-    bench("tiny parity config", tiny, frames=2, size=8, repeats=args.repeats)
-    if not args.skip_real:
-        real = UNetLayout(4, 4, (320, 640, 1280, 1280), (True, True, True, False), 2, 1024, 64)
-        bench("real VC2 config", real, frames=2, size=8, repeats=min(2, args.repeats))
+    sys.path.insert(0, str(args.original.resolve()))
+    compare("tiny config", TINY, 3, (8, 8), args)
+    if args.real:
+        height, width = (int(v) for v in args.latent.lower().split("x"))
+        compare("VC2 512 config", REAL, args.frames, (height, width), args)
 
 
 if __name__ == "__main__":

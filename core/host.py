@@ -1,15 +1,17 @@
 """The one place that talks to the ComfyUI host process.
 
 Inside ComfyUI this module uses ``folder_paths``, ``comfy.utils.ProgressBar``,
-``comfy.model_management``, ``comfy.model_patcher``, ``latent_preview`` and ``server.PromptServer``; outside it (tests, headless scripts) it
-falls back to plain behaviour: folders under ``$GAMEANIM_BASE_DIR`` (default: the current
-directory), a silent progress bar, the best local torch device.  Library code never imports this
+``comfy.model_management``, ``comfy.model_patcher``, ``comfy.ldm.modules.attention``, ``latent_preview`` and
+``server.PromptServer``; outside it (tests, headless scripts) it falls back to plain behaviour: folders under
+``$GAMEANIM_BASE_DIR`` (default: the current directory), a silent progress bar, the best local torch device,
+PyTorch's attention kernel.  Library code never imports this
 module; node classes pass :func:`progress` callbacks and device choices down to it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import logging
 import os
@@ -229,6 +231,31 @@ def soft_empty_cache() -> None:
         torch.cuda.empty_cache()
 
 
+# ----------------------------------------------------------------------------- attention
+
+
+@functools.cache
+def _attention_module() -> ModuleType | None:
+    """ComfyUI's attention module when hosted (looked up once: a failed import costs a path search)."""
+    return _optional("comfy.ldm.modules.attention") if in_comfyui() else None
+
+
+def attention(q: Any, k: Any, v: Any, heads: int, mask: Any = None) -> Any:
+    """Attention with ComfyUI's calling convention (``[B, N, heads*dim]`` in and out; ``mask`` added to the logits).
+
+    Hosted, this is the kernel the user chose for ComfyUI (``optimized_attention``: PyTorch SDPA, xformers,
+    sage, flash, split or sub-quadratic, after ``--use-*-attention`` flags), read at each call so a later
+    choice also applies; in plain Python it is PyTorch's fused kernel (:func:`.attention.sdpa`).  :func:`manage`
+    installs it into our models.
+    """
+    module = _attention_module()
+    if module is None:
+        from .attention import sdpa
+
+        return sdpa(q, k, v, heads, mask)
+    return module.optimized_attention(q, k, v, heads, mask=mask)
+
+
 # ----------------------------------------------------------------------------- model memory
 
 # Roles map a model part onto ComfyUI's device and dtype policy (``--gpu-only``, ``--cpu-vae``,
@@ -248,12 +275,16 @@ class ManagedModel:
     ``load_models_gpu`` loads it (partially in low-VRAM mode), it appears among the host's loaded
     models, and ``/free`` or another model's need for room unloads it.  Its ``Linear``/``Conv``/norm
     layers become ComfyUI's casting layers so a partial load streams the weights that did not fit.
-    Outside ComfyUI, :func:`on_device` simply moves the module to the best local device.
+    Outside ComfyUI, :func:`on_device` simply moves the module to the best local device.  Every attention layer
+    of ours in the module (see :mod:`.attention`) is switched to :func:`attention`, the host's kernel.
     """
 
     def __init__(self, module: Any, name: str, role: str = "diffusion") -> None:
+        from .attention import use_attention
+
         if role not in _ROLES:
             raise ValueError(f"role must be one of {', '.join(_ROLES)}, got {role!r}")
+        use_attention(module, attention)
         self.module = module
         self.name = name
         self.role = role

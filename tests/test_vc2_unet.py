@@ -163,3 +163,17 @@ def test_lightning_pickle_with_config_objects_loads_without_importing_them(tmp_p
     monkeypatch.delitem(sys.modules, fake.__name__)
     parts = ckpt.read_vc2(path)
     assert len(parts.unet) == sum(k.startswith("model.diffusion_model.") for k in weights)
+
+
+def test_channels_last_layout_computes_the_same(monkeypatch):
+    """Latents from 16x16 up run in channels-last memory on the CPU; the fixture's 8x8 runs in the default layout."""
+    import gameanim.nodes.vc2.unet_forward as forward
+
+    model = unet_mod.build_unet(ckpt.read_vc2(TINY_WEIGHTS).unet)
+    gen = torch.Generator().manual_seed(3)
+    x, ctx = torch.randn(1, 4, 3, 16, 16, generator=gen), torch.randn(1, 77, 32, generator=gen)
+    with torch.no_grad():
+        wide = model(x, 981, ctx, 16)
+        monkeypatch.setattr(forward, "CHANNELS_LAST_MIN_PIXELS", 10**9)
+        plain = model(x, 981, ctx, 16)
+    torch.testing.assert_close(wide, plain, atol=1e-5, rtol=1e-5)

@@ -33,7 +33,6 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.utils.checkpoint import checkpoint
 
 from ..core.atomic import atomic_target
 from ..core.errors import InputError, ModelFileError, NumericalError
@@ -109,30 +108,6 @@ class TrainSettings:
         return settings
 
 
-class Checkpointed(nn.Module):
-    """Runs ``wrapped`` under activation checkpointing while gradients are on (recompute in backward).
-
-    diffusers' ``UNet3DConditionModel`` does not support gradient checkpointing, so its down/mid/up
-    blocks are wrapped.  Attribute reads fall through to the block (the UNet reads
-    ``has_cross_attention`` and ``resnets``).  LoRA key names drop the ``wrapped.`` segment.
-    """
-
-    def __init__(self, wrapped: nn.Module) -> None:
-        super().__init__()
-        self.wrapped = wrapped
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        if torch.is_grad_enabled():
-            return checkpoint(self.wrapped, *args, use_reentrant=False, **kwargs)
-        return self.wrapped(*args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            return getattr(self._modules["wrapped"], name)
-
-
 @contextmanager
 def grad_mode() -> Iterator[None]:
     """Autograd on, inference mode off: hosts such as ComfyUI run every node under ``torch.inference_mode()``."""
@@ -163,12 +138,8 @@ def release_inference_tensors(module: nn.Module) -> int:
 
 
 def enable_checkpointing(unet: nn.Module) -> None:
-    """Wrap every down, mid and up block of a VC2UNet's diffusers UNet in :class:`Checkpointed`."""
-    inner = unet.unet
-    for blocks in (inner.down_blocks, inner.up_blocks):
-        for i, block in enumerate(blocks):
-            blocks[i] = Checkpointed(block)
-    inner.mid_block = Checkpointed(inner.mid_block)
+    """Recompute each down, mid and up block of a VC2UNet in the backward pass instead of keeping activations."""
+    unet.gradient_checkpointing = True
 
 
 @dataclass
@@ -224,7 +195,7 @@ class TrainingRun:
             "base_model_hash": lora_mod.signature_hash(signature),
             "base_signature": signature,
             "targets": self.settings.targets,
-            "target_modules": sorted(lora_mod.canonical_name(n) for n in self.target_names),
+            "target_modules": sorted(self.target_names),
             "rank": self.settings.rank,
             "alpha": self.settings.alpha,
             "steps": self.step,

@@ -44,17 +44,10 @@ _TEMPORAL_ATTN = re.compile(
 )
 _TEMPORAL_CONV = re.compile(r"unet\.(down_blocks\.\d+\.|up_blocks\.\d+\.|mid_block\.)temp_convs\.\d+\.conv\d\.\d+")
 TARGET_PRESETS = ("concept", "action", "concept+action")
-WRAPPER_SEGMENT = "wrapped."  # the gradient-checkpoint wrapper's child name, removed from LoRA key names
-
-
-def canonical_name(name: str) -> str:
-    """A module name without our gradient-checkpoint wrapper segments (stable LoRA keys)."""
-    return name.replace(WRAPPER_SEGMENT, "")
 
 
 def is_temporal(name: str) -> bool:
     """True for modules that mix frames (temporal attention or temporal conv)."""
-    name = canonical_name(name)
     return bool(_TEMPORAL_ATTN.fullmatch(name) or _TEMPORAL_CONV.fullmatch(name))
 
 
@@ -66,12 +59,11 @@ def target_modules(unet: nn.Module, preset: str) -> list[str]:
     temporal = "action" in preset
     names = []
     for name, module in unet.named_modules():
-        plain = canonical_name(name)
         if isinstance(module, nn.Linear) and (
-            (spatial and _SPATIAL.fullmatch(plain)) or (temporal and _TEMPORAL_ATTN.fullmatch(plain))
+            (spatial and _SPATIAL.fullmatch(name)) or (temporal and _TEMPORAL_ATTN.fullmatch(name))
         ):
             names.append(name)
-        elif isinstance(module, nn.Conv3d) and temporal and _TEMPORAL_CONV.fullmatch(plain):
+        elif isinstance(module, nn.Conv3d) and temporal and _TEMPORAL_CONV.fullmatch(name):
             names.append(name)
     if not names:
         raise ModelFileError(f"The VC2 UNet has no layers for the '{preset}' LoRA targets: is it a VC2 UNet?")
@@ -100,7 +92,7 @@ def base_signature(unet: nn.Module) -> list[float]:
     inherited = getattr(unet, "gameanim_base_signature", None)
     if inherited is not None:
         return list(inherited)
-    state = {canonical_name(k).replace(".base_layer", ""): v for k, v in unet.state_dict().items() if ".lora_" not in k}
+    state = {k.replace(".base_layer", ""): v for k, v in unet.state_dict().items() if ".lora_" not in k}
     keys = sorted(k for k, v in state.items() if v.is_floating_point() and v.numel() >= SIGNATURE_VALUES)
     pick = [
         keys[round(i * (len(keys) - 1) / max(1, SIGNATURE_TENSORS - 1))]
@@ -150,10 +142,10 @@ def inject(unet: nn.Module, preset: str, rank: int, alpha: float, seed: int) -> 
 
 
 def lora_layers(unet: nn.Module) -> dict[str, nn.Module]:
-    """Canonical module name -> peft LoRA layer, for every injected layer."""
+    """Module name -> peft LoRA layer, for every injected layer."""
     from peft.tuners.lora import LoraLayer
 
-    return {canonical_name(n): m for n, m in unet.named_modules() if isinstance(m, LoraLayer) and ADAPTER in m.lora_A}
+    return {n: m for n, m in unet.named_modules() if isinstance(m, LoraLayer) and ADAPTER in m.lora_A}
 
 
 def lora_state(unet: nn.Module) -> dict[str, torch.Tensor]:
@@ -192,7 +184,7 @@ def temporal_lora_params(unet: nn.Module) -> list[nn.Parameter]:
 
 
 def _modules_by_name(unet: nn.Module) -> dict[str, nn.Module]:
-    return {canonical_name(n): m for n, m in unet.named_modules()}
+    return dict(unet.named_modules())
 
 
 def group_lora(tensors: Mapping[str, torch.Tensor], where: str) -> dict[str, tuple[torch.Tensor, torch.Tensor, float]]:

@@ -25,10 +25,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from diffusers.models.autoencoders.autoencoder_kl_temporal_decoder import TemporalDecoder
 from torch import nn
 
+from ...core.attention import Attends, plain_processors
 from ...core.errors import InputError, ModelFileError
 from ...core.progress import ProgressFn, no_progress
 from ..vc2.vae import SCALE_FACTOR, build_vae
@@ -40,7 +40,7 @@ MIDDLE_FIX_MIN_FRAMES = 6  # below this the scripts' middle re-decode would copy
 DUAL_REFERENCE_PARTS = ("attn_refinement.", "time_stack.", "mix_factor", "time_mix_conv.")
 
 
-class KeyframeAttention(nn.Module):
+class KeyframeAttention(Attends, nn.Module):
     """Every frame's pixels attend to both keyframes' pixels (first frame's tokens, then the last's).
 
     Queries come from the group-normalised frame, keys and values from the raw keyframe features; the
@@ -61,11 +61,9 @@ class KeyframeAttention(nn.Module):
         bt, c, h, w = x.shape
         b = bt // frames
         q = self.to_q(self.group_norm(x).flatten(2).transpose(1, 2))  # [BT, HW, inner]
-        q = q.reshape(b, frames * h * w, self.heads, -1).transpose(1, 2)
         ref = keyframes.to(x.dtype).permute(0, 2, 3, 4, 1).reshape(b, -1, c)  # [B, 2*h*w, C]: first, then last
-        k = self.to_k(ref).reshape(b, ref.shape[1], self.heads, -1).transpose(1, 2)
-        v = self.to_v(ref).reshape(b, ref.shape[1], self.heads, -1).transpose(1, 2)
-        out = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(bt, h * w, -1)
+        out = self.attend(q.reshape(b, frames * h * w, -1), self.to_k(ref), self.to_v(ref), self.heads)
+        out = out.reshape(bt, h * w, -1)
         return x + self.to_out(out).transpose(1, 2).reshape(bt, c, h, w)
 
 
@@ -241,6 +239,7 @@ def build_dual_reference_vae(sd: Mapping[str, torch.Tensor], dtype: torch.dtype 
     }
     vae = build_vae(plain, dtype)
     vae.decoder = build_dual_reference_decoder({k[8:]: v for k, v in sd.items() if k.startswith("decoder.")}, dtype)
+    plain_processors(vae.decoder)
     return vae
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ...core.attention import plain_processors
 from ...core.errors import InputError, ModelFileError
 
 NAMES = ("dim", "depth", "dim_head", "heads", "num_queries", "embedding_dim", "output_dim", "ff_mult", "video_length")
@@ -121,5 +122,6 @@ def build_resampler(
             f"The Resampler weights do not fit {cfg} ({len(result.missing_keys)} missing, e.g. "
             f"{result.missing_keys[:3]}; {len(result.unexpected_keys)} unexpected, e.g. {result.unexpected_keys[:3]})."
         )
+    plain_processors(model)
     model.config_original = cfg
     return model.to(dtype=dtype).train(False).requires_grad_(False)

@@ -12,8 +12,8 @@ embedding):
 * per-frame image tokens: when the context holds exactly ``77 + T * 16`` tokens (the original hard-codes
   16), frame ``f`` attends only to image tokens ``16 f .. 16 f + 15``; otherwise every frame sees them all.
 
-diffusers repeats the context once per frame before the blocks run, so the per-frame selection happens
-inside :class:`ImageCrossAttnProcessor`, which is told the frame count for the duration of one call.
+Our forward passes the context once per clip; :class:`ImageCrossAttnProcessor` computes the keys and values
+once per clip and gives each frame its own image tokens.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from ...core.attention import Attends, attend_shared
 from ...core.errors import InputError, ModelFileError
 from ..vc2.unet import UNetLayout, VC2UNet, assign_weights, convert_vc2_unet, infer_layout
 
@@ -94,32 +94,18 @@ def layout_from_config(sd: Mapping[str, Any], config: Mapping[str, Any] | None) 
     return infer_layout(sd, overrides), int(config.get("default_fs", DEFAULT_FS))
 
 
-class ImageCrossAttnProcessor(nn.Module):
-    """diffusers attention processor for DynamiCrafter's text + image cross-attention (``attn2`` only)."""
+class ImageCrossAttnProcessor(Attends, nn.Module):
+    """diffusers attention processor for DynamiCrafter's text + image cross-attention (``attn2`` only).
+
+    The context holds one row per clip (``[B, 77 + image tokens, D]``) for ``B*T`` query rows: text keys and values
+    are computed once per clip; per-frame image tokens give each frame its own 16, otherwise every frame sees all.
+    """
 
     def __init__(self, context_dim: int, inner_dim: int, learnable_scale: bool = False) -> None:
         super().__init__()
         self.to_k_ip = nn.Linear(context_dim, inner_dim, bias=False)
         self.to_v_ip = nn.Linear(context_dim, inner_dim, bias=False)
         self.alpha = nn.Parameter(torch.zeros(())) if learnable_scale else None
-        self.num_frames = 1
-
-    def _frame_tokens(self, image: torch.Tensor) -> torch.Tensor:
-        """Each row's own frame's image tokens when the context is per-frame; all of them otherwise."""
-        frames = self.num_frames
-        if frames <= 1 or image.shape[1] != frames * TOKENS_PER_FRAME:
-            return image
-        rows = image.shape[0]
-        per_frame = image.reshape(rows, frames, TOKENS_PER_FRAME, image.shape[-1])
-        frame_of_row = torch.arange(rows, device=image.device) % frames  # rows are (batch, frame)
-        return per_frame[torch.arange(rows, device=image.device), frame_of_row]
-
-    @staticmethod
-    def _attend(attn: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        batch, heads = q.shape[0], attn.heads
-        q, k, v = (t.reshape(batch, t.shape[1], heads, -1).transpose(1, 2) for t in (q, k, v))
-        out = F.scaled_dot_product_attention(q, k, v)
-        return out.transpose(1, 2).reshape(batch, -1, heads * out.shape[-1])
 
     def forward(
         self,
@@ -132,13 +118,17 @@ class ImageCrossAttnProcessor(nn.Module):
         if encoder_hidden_states is None:
             raise InputError("DynamiCrafter's spatial cross-attention needs a context (text + image tokens).")
         text = encoder_hidden_states[:, :TEXT_TOKENS]
-        image = self._frame_tokens(encoder_hidden_states[:, TEXT_TOKENS:])
+        image = encoder_hidden_states[:, TEXT_TOKENS:]
         q = attn.to_q(hidden_states)
-        out = self._attend(attn, q, attn.to_k(text), attn.to_v(text))
+        out = attend_shared(self.attend, q, attn.to_k(text), attn.to_v(text), attn.heads)
         if image.shape[1]:
-            out_ip = self._attend(attn, q, self.to_k_ip(image), self.to_v_ip(image))
+            k, v = self.to_k_ip(image), self.to_v_ip(image)
+            frames = q.shape[0] // image.shape[0]
+            if frames > 1 and image.shape[1] == frames * TOKENS_PER_FRAME:  # rows are (clip, frame)
+                k, v = (t.reshape(q.shape[0], TOKENS_PER_FRAME, t.shape[-1]) for t in (k, v))
+            out_ip = attend_shared(self.attend, q, k, v, attn.heads)
             out = out + (out_ip * (torch.tanh(self.alpha) + 1) if self.alpha is not None else out_ip)
-        return attn.to_out[1](attn.to_out[0](out))
+        return attn.to_out[0](out)  # to_out[1] is inference-time dropout: the identity
 
 
 class DynamiCrafterUNet(VC2UNet):
@@ -168,8 +158,6 @@ class DynamiCrafterUNet(VC2UNet):
             )
         if context.ndim != 3 or context.shape[1] < TEXT_TOKENS:
             raise InputError(f"context must be [B, 77 + image tokens, D], got shape {tuple(context.shape)}.")
-        for proc in self.image_processors:
-            proc.num_frames = x.shape[2]
         return super().forward(x, timesteps, context, self.default_fs if fs is None else fs)
 
 

@@ -4,7 +4,8 @@ The original ``openaimodel3d.UNetModel`` and diffusers' ``UNet3DConditionModel``
 (ResBlock + temporal conv, spatial transformer, temporal transformer, an initial temporal attention)
 except for one term: VC2 adds ``fps_embedding(timestep_embedding(fps))`` to the time embedding.  We
 build the diffusers model from the shapes in the checkpoint, load it through the explicit key map
-below, and add the fps term with a forward hook on ``time_embedding`` for the duration of one call.
+below, and run it with our own forward pass (:mod:`.unet_forward`), which adds the fps term to the time
+embedding.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from ...core.attention import plain_processors
 from ...core.errors import InputError, ModelFileError
+from .unet_forward import unet_forward
 
 NORM_GROUPS = 32
 INIT_ATTN_HEADS = 8  # VC2 and diffusers both build the initial temporal attention with 8 heads
@@ -218,7 +221,11 @@ def convert_vc2_unet(sd: Mapping[str, torch.Tensor], layout: UNetLayout) -> dict
 
 
 class VC2UNet(nn.Module):
-    """diffusers ``UNet3DConditionModel`` + VC2's fps embedding; ``forward(x, t, context, fps)`` -> eps."""
+    """diffusers ``UNet3DConditionModel`` + VC2's fps embedding; ``forward(x, t, context, fps)`` -> eps.
+
+    The forward pass is :func:`.unet_forward.unet_forward` over diffusers' modules; every attention runs the
+    kernel :func:`core.attention.use_attention` installs (PyTorch's SDPA until then).
+    """
 
     def __init__(self, layout: UNetLayout) -> None:
         super().__init__()
@@ -230,6 +237,8 @@ class VC2UNet(nn.Module):
         base = layout.block_out_channels[0]
         self.fps_proj = Timesteps(base, flip_sin_to_cos=True, downscale_freq_shift=0)
         self.fps_embedding = TimestepEmbedding(base, base * 4)
+        plain_processors(self.unet)
+        self.gradient_checkpointing = False  # recompute each block in backward (the LoRA trainer turns it on)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -252,17 +261,9 @@ class VC2UNet(nn.Module):
         batch = x.shape[0]
         t = torch.as_tensor(timesteps, device=x.device).reshape(-1).expand(batch)
         fps_t = torch.as_tensor(fps, device=x.device).reshape(-1).expand(batch)
-        fps_emb = self.fps_embedding(self.fps_proj(fps_t).to(self.dtype))
-
-        def add_fps(_module: nn.Module, _inputs: Any, output: torch.Tensor) -> torch.Tensor:
-            return output + fps_emb.to(output.dtype)
-
-        handle = self.unet.time_embedding.register_forward_hook(add_fps)
-        try:
-            out = self.unet(x.to(self.dtype), t, encoder_hidden_states=context.to(self.dtype), return_dict=False)[0]
-        finally:
-            handle.remove()
-        return out
+        emb = self.unet.time_embedding(self.unet.time_proj(t).to(self.dtype))
+        emb = emb + self.fps_embedding(self.fps_proj(fps_t).to(self.dtype))
+        return unet_forward(self.unet, x.to(self.dtype), emb, context.to(self.dtype), self.gradient_checkpointing)
 
 
 def keep_group_norm_fp32(model: nn.Module, compute_dtype: torch.dtype) -> None:

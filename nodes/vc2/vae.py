@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from ...core.attention import plain_processors
 from ...core.errors import InputError, ModelFileError
 from ...core.progress import ProgressFn, no_progress
 
@@ -54,6 +55,7 @@ def build_vae(sd: Mapping[str, torch.Tensor], dtype: torch.dtype = torch.float32
         raise ModelFileError(
             f"The VAE weights do not fit: missing {result.missing_keys[:3]}, unexpected {result.unexpected_keys[:3]}."
         )
+    plain_processors(vae)
     return vae.to(dtype=dtype).train(False).requires_grad_(False)
 
 

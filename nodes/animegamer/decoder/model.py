@@ -11,6 +11,8 @@ What differs from a stock ``CogVideoXTransformer3DModel`` (all checked against t
 * Every LayerNorm uses eps 1e-6 like SAT (stock CogVideoX-2b config says 1e-5; measured 4.5e-6 vs 1.6e-6 max
   error at tiny size).
 * E_a lives next to the transformer as ``cond_encoder``.
+* The joint text+video attention runs through :class:`JointAttnProcessor`, i.e. the kernel
+  :func:`core.attention.use_attention` installs (ComfyUI's choice inside ComfyUI).
 
 Our converted file stores this module's ``state_dict`` (prefixes ``dit.`` and ``cond_encoder.``).
 """
@@ -24,6 +26,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ....core.attention import Attends
 from ....core.errors import InputError
 from .condition_encoder import ConditionEncoder
 
@@ -75,6 +78,33 @@ class DecoderConfig:
         return cls(**values)
 
 
+class JointAttnProcessor(Attends):
+    """diffusers' ``CogVideoXAttnProcessor2_0`` on our kernel: text and video tokens attend jointly.
+
+    The per-head LayerNorms of queries and keys run on the ``[B, N, heads, dim]`` view of the projections, so the
+    kernel gets ``[B, N, heads*dim]`` without transposes.  CogVideoX-2B has no rotary embedding and no mask.
+    """
+
+    def __call__(
+        self,
+        attn: Any,
+        hidden_states: torch.Tensor,
+        encoder_hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        image_rotary_emb: Any = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if attention_mask is not None or image_rotary_emb is not None:
+            raise InputError("The AnimeGamer decoder (CogVideoX-2B) attends without a mask or rotary embedding.")
+        text = encoder_hidden_states.shape[1]
+        tokens = torch.cat([encoder_hidden_states, hidden_states], dim=1)
+        q, k, v = attn.to_q(tokens), attn.to_k(tokens), attn.to_v(tokens)
+        if attn.norm_q is not None:
+            q = attn.norm_q(q.unflatten(-1, (attn.heads, -1))).flatten(2)
+            k = attn.norm_k(k.unflatten(-1, (attn.heads, -1))).flatten(2)
+        out = attn.to_out[0](self.attend(q, k, v, attn.heads))  # to_out[1] is inference-time dropout
+        return out[:, text:], out[:, :text]
+
+
 class AnimeGamerDecoder(nn.Module):
     """CogVideoX-2B DiT with AnimeGamer's flow embedding and E_a.
 
@@ -112,6 +142,8 @@ class AnimeGamerDecoder(nn.Module):
         self.dit.ofs_proj = Timesteps(width, flip_sin_to_cos=True, downscale_freq_shift=0)
         self.dit.ofs_embedding = TimestepEmbedding(width, config.time_embed_dim, "silu")
         self.cond_encoder = ConditionEncoder(config.text_embed_dim, config.image_embed_dim, width)
+        for block in self.dit.transformer_blocks:
+            block.attn1.set_processor(JointAttnProcessor())
 
     @property
     def dtype(self) -> torch.dtype:
