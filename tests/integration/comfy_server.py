@@ -110,6 +110,17 @@ class ComfyServer:
     def queue(self, prompt: dict[str, Any]) -> requests.Response:
         return requests.post(f"{self.url}/prompt", json={"prompt": prompt, "client_id": uuid.uuid4().hex}, timeout=60)
 
+    def wait_idle(self, timeout: float = 600.0) -> None:
+        """Poll ``/queue`` until nothing runs or waits: prompts that earlier tests queued (the browser tests queue
+        from the page) must not write their files while a test compares the output folder before and after."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            queue = self.get("/queue").json()
+            if not queue.get("queue_running") and not queue.get("queue_pending"):
+                return
+            time.sleep(0.5)
+        raise TimeoutError(f"the queue was still busy after {timeout:.0f} s")
+
     def wait_history(self, prompt_id: str, timeout: float = 600.0) -> dict[str, Any]:
         """Poll ``/history/<id>`` until the prompt finished; on time-out interrupt it and fail."""
         deadline = time.monotonic() + timeout

@@ -92,6 +92,7 @@ def test_api_workflow_runs(server, workflow):
     prompt = json.loads(workflow.read_text(encoding="utf-8"))
     for node_id, inputs in WORKFLOW_REDUCTIONS.get(workflow.stem, {}).items():
         prompt[node_id]["inputs"].update(inputs)
+    server.wait_idle()
     before = _output_files(server)
     response = server.queue(prompt)
     body = response.json()
@@ -139,6 +140,7 @@ def test_client_runs_ui_workflow(server, workflow, tmp_path):
         for k, v in ins.items()
     ]
     sets = [a for r in reductions for a in ("--set", r)]
+    server.wait_idle()
     before = _output_files(server)
     result = _client(server, "run", str(workflow), "--out", str(tmp_path), *sets)
     assert result.returncode == 0, result.stderr[-3000:]
