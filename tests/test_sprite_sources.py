@@ -2,9 +2,9 @@
 matte on it where it meets the issue-22 bounds (gross error <= 0.5 % of the character in the median frame,
 <= 2 % in the worst, outside a 1-px band around the true contour).
 
-``frozen_bubble`` is held out: no matte decision was tuned on it.  The near-key keys (white, greys, black)
-do not meet the bounds yet on this material (docs/sprite.md has the figures); they are measured by
-``bench/sprite.py``, not asserted here.
+``frozen_bubble`` is held out: no matte decision was tuned on it.  On the near-key keys (white, greys, black)
+the bounds hold for the cases listed in ``NEAR_KEY``, not yet everywhere (docs/sprite.md has the figures of
+every case, measured by ``bench/sprite.py``).
 """
 
 from __future__ import annotations
@@ -101,3 +101,34 @@ def test_matte_meets_the_bounds_on_saturated_keys(name, generated):
         _, found, _ = matte.remove_background(frames)
         median, worst, _ = sources.clip_scores(found, truth)
         assert median <= 0.005 and worst <= 0.02, (name, key, median, worst)
+
+
+# Near-key cases where an outline or a gap's inside, not the colour, tells the part from the key: a white belly
+# or a pale face behind a dark outline whose averaged step passes through the key's grey.  (source, key, look)
+NEAR_KEY = [
+    ("tuxmath_penguin", "mid_grey", "generated"),
+    ("pingus", "light_grey", "plain"),
+    ("frozen_bubble", "light_grey", "generated"),
+    ("frozen_bubble", "mid_grey", "plain"),
+    ("frozen_bubble", "mid_grey", "gif"),
+]
+
+
+@pytest.mark.parametrize("name,key,look", NEAR_KEY)
+def test_matte_meets_the_bounds_on_near_key_cases(name, key, look):
+    """Same composite as above on white and grey keys; ``gif`` publishes the plain composite as a dithered GIF."""
+    rgb, alpha = small(name)
+    pixel = sources.sources()[name].pixel_art
+    frames, truth = sources.composite(
+        rgb,
+        alpha,
+        sources.KEYS[key],
+        scale=4 if pixel else 3,
+        interpolation="nearest" if pixel else "bicubic",
+        generated=look == "generated",
+        publish="gif" if look == "gif" else "png",
+        seed=1,
+    )
+    _, found, _ = matte.remove_background(frames)
+    median, worst, _ = sources.clip_scores(found, truth)
+    assert median <= 0.005 and worst <= 0.02, (name, key, look, median, worst)
