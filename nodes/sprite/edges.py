@@ -16,7 +16,7 @@ EDGE = 2.0
 MIN_EDGE = 1.5
 
 
-def gradient(lab: np.ndarray) -> np.ndarray:
+def lab_gradient(lab: np.ndarray) -> np.ndarray:
     """ΔE per px of a Lab frame ``[H,W,3]`` (Sobel on each channel, combined as a Euclidean norm)."""
     total = np.zeros(lab.shape[:2], np.float32)
     for c in range(3):
@@ -26,15 +26,16 @@ def gradient(lab: np.ndarray) -> np.ndarray:
     return np.sqrt(total)
 
 
-def edge_level(lab: np.ndarray, band: np.ndarray) -> float:
-    """The gradient (ΔE/px) that counts as an edge in this clip: ``EDGE`` x the border's 99.5th percentile.
+def edge_level(grads: list[np.ndarray], band: np.ndarray) -> float:
+    """The gradient (ΔE/px) that counts as an edge in a clip whose frames have the gradients ``grads``:
+    ``EDGE`` x the 99.5th percentile over the border ``band``.
 
     The frames' outermost pixel is left out (Sobel's border reflection), and so are the border's
     pixels whose gradient is an outlier (the character touching the border).
     """
     inner = band.copy()
     inner[0], inner[-1], inner[:, 0], inner[:, -1] = False, False, False, False
-    values = np.concatenate([gradient(frame)[inner] for frame in lab])
+    values = np.concatenate([g[inner] for g in grads])
     q = float(np.quantile(values, 0.995)) if len(values) else 0.0
     return max(MIN_EDGE, EDGE * q)
 

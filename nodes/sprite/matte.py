@@ -45,7 +45,7 @@ import numpy as np
 from ...core.errors import InputError
 from ...core.frames import check_alpha
 from ...core.progress import ProgressFn, no_progress
-from .edges import edge_cut, edge_level, gradient
+from .edges import edge_cut, edge_level, lab_gradient
 from .pockets import drawn_pockets
 
 # Largest colour change (ΔE across the frame) of a background we still call "solid": a gentle
@@ -239,9 +239,12 @@ def remove_background(
     rgb = np.empty_like(frames)
     alpha = np.empty((t, h, w), np.float32)
     speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
-    level = edge_level(lab, border_mask(h, w, border))
     with ThreadPoolExecutor(WORKERS) as pool:  # OpenCV and numpy release the GIL
-        found = list(pool.map(lambda i: find_pockets(lab[i], surface, coefs[i], tol, min_hole, level), range(t)))
+        grads = list(pool.map(lab_gradient, lab))
+        level = edge_level(grads, border_mask(h, w, border))
+        found = list(
+            pool.map(lambda i: find_pockets(lab[i], grads[i], surface, coefs[i], tol, min_hole, level), range(t))
+        )
         drawn = drawn_pockets(lab, [~f[2] for f in found], [f[3] for f in found])
         jobs = []
         for i, (model, dist, bg, labels, seen) in enumerate(found):
@@ -289,15 +292,14 @@ def fit_backgrounds(lab: np.ndarray, surface: Surface, border: int, low: float) 
 
 
 def find_pockets(
-    lab: np.ndarray, surface: Surface, coef: np.ndarray, tol: float, min_hole: int, level: float
+    lab: np.ndarray, grad: np.ndarray, surface: Surface, coef: np.ndarray, tol: float, min_hole: int, level: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(model, dist, border background, pocket labels, seen)`` of one frame: the first half of the matte,
-    before the clip decides which pockets are drawn parts.  ``seen``: near-key parts that an edge of at
-    least ``level`` (ΔE/px) separates from the background (:func:`.edges.edge_cut`)."""
+    before the clip decides which pockets are drawn parts.  ``seen``: near-key parts that an edge (a gradient
+    ``grad`` of at least ``level`` ΔE/px) separates from the background (:func:`.edges.edge_cut`)."""
     model = surface.render(coef)
     dist = distance(lab, model)
     bg = background_region(dist, tol)
-    grad = gradient(lab)
     seen = edge_cut(bg, grad, level, min_hole)
     bg &= ~seen
     return model, dist, bg, pocket_labels(dist, tol, bg, min_hole, lab, model, grad < level), seen
