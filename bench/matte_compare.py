@@ -81,7 +81,32 @@ def rendered_clips(everything: bool) -> Iterator[Clip]:
             yield f"rendered/{character}/{case}", frames, alpha
 
 
-SOURCES: list[Callable[[bool], Iterator[Clip]]] = [kenney_clips, rendered_clips]
+def other_games_clips(everything: bool) -> Iterator[Clip]:
+    """Other games' sprites (``tests/support/sprite_sources.py``, 8 frames, 3x bicubic, Pingus 4x nearest) on
+    white, light grey, mid grey and green (``--all``: every key)."""
+    from tests.support import sprite_sources as sources
+
+    keys = list(sources.KEYS) if everything else ["white", "light_grey", "mid_grey", "green"]
+    for name, source in sources.sources().items():
+        if name.startswith("kenney"):
+            continue  # kenney_clips has them
+        rgb, alpha = source.load()
+        rgb, alpha = rgb[:8], alpha[:8]
+        for key in keys:
+            if sources.key_share(alpha, rgb, sources.KEYS[key]) > 0.05:
+                continue  # drawn in the key's colour: not a fair case
+            frames, truth = sources.composite(
+                rgb,
+                alpha,
+                sources.KEYS[key],
+                scale=4 if source.pixel_art else 3,
+                interpolation="nearest" if source.pixel_art else "bicubic",
+                seed=1,
+            )
+            yield f"{name}/{key}", to_uint8(frames), truth
+
+
+SOURCES: list[Callable[[bool], Iterator[Clip]]] = [kenney_clips, rendered_clips, other_games_clips]
 
 
 def to_uint8(frames: np.ndarray) -> np.ndarray:

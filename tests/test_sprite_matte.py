@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import cv2
 import gameanim.nodes.sprite.matte as matte
 import numpy as np
 import pytest
@@ -209,3 +210,27 @@ def test_without_temporal_evidence_enclosed_key_colour_is_background():
         inner_gap = g & (alpha >= 0)
         assert (alpha[v] == 0).mean() > 0.9
         assert (alpha[inner_gap] == 0).all()
+
+
+def synthetic_parts(key: float, inner: float, shape: tuple[int, int] = (96, 96)) -> tuple[np.ndarray, np.ndarray]:
+    """One frame: a disc of ``inner`` grey inside a 3-px black outline on a ``key`` grey, anti-aliased by a
+    3x3 blur; ``(frame [1,H,W,3], part mask)`` where the part is the disc inside the outline."""
+    h, w = shape
+    yy, xx = np.mgrid[0:h, 0:w]
+    r = np.hypot(yy - h / 2, xx - w / 2)
+    img = np.full((h, w), key, np.float32)
+    img[r <= 30] = 0.0
+    img[r <= 27] = inner
+    img = cv2.blur(img, (3, 3))
+    return np.repeat(img[None, ..., None], 3, axis=-1), r <= 26
+
+
+@pytest.mark.parametrize("key,inner", [(0.5, 1.0), (1.0, 0.98), (0.8, 0.82)], ids=["white_on_grey", "white", "pale"])
+def test_part_behind_an_outline_stays_opaque_on_its_own_key_grey(key, inner):
+    """A part drawn near the key's colour behind a dark outline (a white belly on white or grey, a pale
+    vest on light grey): the averaged step from black to the part passes through the key's grey and must
+    not make a key-coloured loop that keys the part out."""
+    frames, part = synthetic_parts(key, inner)
+    _, alpha, _ = matte.remove_background(frames)
+    assert (alpha[0][part] > 0.5).mean() > 0.99
+    assert alpha[0][0:10].max() == 0.0  # the key itself stays transparent

@@ -2,9 +2,9 @@
 matte on it where it meets the issue-22 bounds (gross error <= 0.5 % of the character in the median frame,
 <= 2 % in the worst, outside a 1-px band around the true contour).
 
-``frozen_bubble`` is held out: no matte decision was tuned on it.  The near-key keys (white, greys, black)
-do not meet the bounds yet on this material (docs/sprite.md has the figures); they are measured by
-``bench/sprite.py``, not asserted here.
+``frozen_bubble`` is held out: no matte decision was tuned on it.  On the near-key keys (white, greys, black)
+the bounds hold for the cases listed in ``NEAR_KEY``, not yet everywhere (docs/sprite.md has the figures of
+every case, measured by ``bench/sprite.py``).
 """
 
 from __future__ import annotations
@@ -80,24 +80,49 @@ def test_key_coloured_sprites_are_not_fair_on_their_own_key():
     assert sources.key_share(alpha, rgb, sources.KEYS["green"]) == 0.0
 
 
-@pytest.mark.parametrize("generated", [False, True], ids=["plain", "generated"])
-@pytest.mark.parametrize("name", HAND_DRAWN)
-def test_matte_meets_the_bounds_on_saturated_keys(name, generated):
-    """Hand-drawn sprites of other games, 3x bicubic (pixel art: 4x nearest) with ±3 px jitter, on each
-    saturated key, plain and with a generated look.  Measured, today's matte: at most 0.1 % median and
-    0.2 % worst frame on every source, the held-out one included."""
+def matte_scores(name: str, key: str, look: str) -> tuple[float, float]:
+    """``(median, worst)`` frame gross error of the matte on a source's first 6 frames on ``key``, 3x bicubic
+    (pixel art: 4x nearest) with ±3 px jitter; ``look``: ``plain``, ``generated`` or ``gif`` (the plain
+    composite published as a dithered GIF)."""
     rgb, alpha = small(name)
     pixel = sources.sources()[name].pixel_art
+    frames, truth = sources.composite(
+        rgb,
+        alpha,
+        sources.KEYS[key],
+        scale=4 if pixel else 3,
+        interpolation="nearest" if pixel else "bicubic",
+        generated=look == "generated",
+        publish="gif" if look == "gif" else "png",
+        seed=1,
+    )
+    _, found, _ = matte.remove_background(frames)
+    median, worst, _ = sources.clip_scores(found, truth)
+    return median, worst
+
+
+@pytest.mark.parametrize("look", ["plain", "generated"])
+@pytest.mark.parametrize("name", HAND_DRAWN)
+def test_matte_meets_the_bounds_on_saturated_keys(name, look):
+    """Hand-drawn sprites of other games on each saturated key, plain and with a generated look.  Measured:
+    at most 0.1 % median and 0.2 % worst frame on every source, the held-out one included."""
     for key in SATURATED:
-        frames, truth = sources.composite(
-            rgb,
-            alpha,
-            sources.KEYS[key],
-            scale=4 if pixel else 3,
-            interpolation="nearest" if pixel else "bicubic",
-            generated=generated,
-            seed=1,
-        )
-        _, found, _ = matte.remove_background(frames)
-        median, worst, _ = sources.clip_scores(found, truth)
+        median, worst = matte_scores(name, key, look)
         assert median <= 0.005 and worst <= 0.02, (name, key, median, worst)
+
+
+# Near-key cases where an outline or a gap's inside, not the colour, tells the part from the key: a white belly
+# or a pale face behind a dark outline whose averaged step passes through the key's grey.  (source, key, look)
+NEAR_KEY = [
+    ("tuxmath_penguin", "mid_grey", "generated"),
+    ("pingus", "light_grey", "plain"),
+    ("frozen_bubble", "light_grey", "generated"),
+    ("frozen_bubble", "mid_grey", "plain"),
+    ("frozen_bubble", "mid_grey", "gif"),
+]
+
+
+@pytest.mark.parametrize("name,key,look", NEAR_KEY)
+def test_matte_meets_the_bounds_on_near_key_cases(name, key, look):
+    median, worst = matte_scores(name, key, look)
+    assert median <= 0.005 and worst <= 0.02, (name, key, look, median, worst)

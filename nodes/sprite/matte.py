@@ -45,6 +45,7 @@ import numpy as np
 from ...core.errors import InputError
 from ...core.frames import check_alpha
 from ...core.progress import ProgressFn, no_progress
+from .edges import edge_cut, edge_level, lab_gradient
 from .pockets import drawn_pockets
 
 # Largest colour change (ΔE across the frame) of a background we still call "solid": a gentle
@@ -54,6 +55,13 @@ MAX_GRADIENT = 30.0
 WORKERS = min(4, os.cpu_count() or 1)
 # Pixels within WEAK x the tolerance may be background tinted by compression (chroma bleed).
 WEAK = 4.0
+# Weak pixels deeper than this (px) inside the sprite are part of it: compression tints only a narrow band.
+DEEP = 6.0
+# A rim pixel this many tolerances closer to the key than the outline it lies behind is the part's own colour.
+PAST = 4.0
+# On a grey key (chroma below GREY_CHROMA), an enclosed pocket needs this share of inside pixels (see pocket_labels).
+CORE = 0.25
+GREY_CHROMA = 20.0
 
 
 class NotSolidError(InputError):
@@ -232,12 +240,16 @@ def remove_background(
     alpha = np.empty((t, h, w), np.float32)
     speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
     with ThreadPoolExecutor(WORKERS) as pool:  # OpenCV and numpy release the GIL
-        found = list(pool.map(lambda i: find_pockets(lab[i], surface, coefs[i], tol, min_hole), range(t)))
+        grads = list(pool.map(lab_gradient, lab))
+        level = edge_level(grads, border_mask(h, w, border))
+        found = list(
+            pool.map(lambda i: find_pockets(lab[i], grads[i], surface, coefs[i], tol, min_hole, level), range(t))
+        )
         drawn = drawn_pockets(lab, [~f[2] for f in found], [f[3] for f in found])
         jobs = []
-        for i, (model, dist, bg, labels) in enumerate(found):
+        for i, (model, dist, bg, labels, seen) in enumerate(found):
             bg |= (labels > 0) & ~drawn[i]  # pockets that are no drawn part: background seen through
-            jobs.append(pool.submit(matte_frame, frames[i], dist, model, bg, tol, speck))
+            jobs.append(pool.submit(matte_frame, frames[i], dist, model, bg, tol, speck, seen & ~bg))
         try:
             for i, job in enumerate(jobs):
                 rgb[i], alpha[i] = job.result()
@@ -280,22 +292,32 @@ def fit_backgrounds(lab: np.ndarray, surface: Surface, border: int, low: float) 
 
 
 def find_pockets(
-    lab: np.ndarray, surface: Surface, coef: np.ndarray, tol: float, min_hole: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(model, dist, border background, pocket labels)`` of one frame: the first half of the matte,
-    before the clip decides which pockets are drawn parts."""
+    lab: np.ndarray, grad: np.ndarray, surface: Surface, coef: np.ndarray, tol: float, min_hole: int, level: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(model, dist, border background, pocket labels, seen)`` of one frame: the first half of the matte,
+    before the clip decides which pockets are drawn parts.  ``seen``: near-key parts that an edge (a gradient
+    ``grad`` of at least ``level`` ΔE/px) separates from the background (:func:`.edges.edge_cut`)."""
     model = surface.render(coef)
     dist = distance(lab, model)
     bg = background_region(dist, tol)
-    return model, dist, bg, pocket_labels(dist, tol, bg, min_hole, lab, model)
+    seen = edge_cut(bg, grad, level, min_hole)
+    bg &= ~seen
+    return model, dist, bg, pocket_labels(dist, tol, bg, min_hole, lab, model, grad < level), seen
 
 
 def matte_frame(
-    frame: np.ndarray, dist: np.ndarray, model: np.ndarray, bg: np.ndarray, tol: float, speck: int
+    frame: np.ndarray,
+    dist: np.ndarray,
+    model: np.ndarray,
+    bg: np.ndarray,
+    tol: float,
+    speck: int,
+    seen: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(rgb, alpha)`` of one frame given its distance map, background ``model`` and background region ``bg``."""
+    """``(rgb, alpha)`` of one frame given its distance map, background ``model`` and background region ``bg``
+    (``seen``: near-key parts behind an edge, opaque inside the rim though their colour is the key's)."""
     fg = remove_specks(~bg, speck, dist >= WEAK * tol)
-    rgb, alpha = unmix(frame, fg, dist, tol, model)
+    rgb, alpha = unmix(frame, fg, dist, tol, model, seen=seen)
     if speck:  # unmixing can leave compression blocks next to the sprite more opaque than not
         opaque = alpha >= 0.5
         alpha[opaque & ~remove_specks(opaque, speck)] = 0.0
@@ -355,7 +377,13 @@ def background_region(dist: np.ndarray, tol: float) -> np.ndarray:
 
 
 def pocket_labels(
-    dist: np.ndarray, tol: float, bg: np.ndarray, min_hole: int, lab: np.ndarray, model: np.ndarray
+    dist: np.ndarray,
+    tol: float,
+    bg: np.ndarray,
+    min_hole: int,
+    lab: np.ndarray,
+    model: np.ndarray,
+    calm: np.ndarray | None = None,
 ) -> np.ndarray:
     """Label image ``[H,W]`` (int32, 0 = none) of the key-coloured pockets the sprite encloses.
 
@@ -378,6 +406,8 @@ def pocket_labels(
     off = lab[box][loose] - model[box][loose]
     mean = np.stack([np.bincount(flat, weights=off[:, c], minlength=n) for c in range(3)], -1)
     pocket = (area >= min_hole) & (np.linalg.norm(mean / area[:, None], axis=-1) <= 1.5 * tol)
+    if calm is not None and float(np.linalg.norm(model[box][..., 1:].mean(axis=(0, 1)))) < GREY_CHROMA:
+        pocket &= pocket_inside(loose, labels, n, calm[box]) >= CORE * area
     pocket[0] = False
     ids = np.where(pocket, np.cumsum(pocket), 0).astype(np.int32)
     out[box] = ids[labels]
@@ -424,6 +454,7 @@ def unmix(
     tol: float,
     model: np.ndarray,
     rim: int = 4,
+    seen: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Alpha and despilled colour of one frame given its foreground region and Lab background ``model``.
 
@@ -447,8 +478,10 @@ def unmix(
     x1, y1 = min(w, x + bw + window), min(h, y + bh + window)
     crop, fg_c, dist_c = frame[y0:y1, x0:x1], fg[y0:y1, x0:x1], dist[y0:y1, x0:x1]
     weak_c = dist_c < WEAK * tol
+    if seen is not None:
+        weak_c &= ~seen[y0:y1, x0:x1]
     depth = cv2.distanceTransform(fg_c.astype(np.uint8), cv2.DIST_L2, 3)
-    solid = ((depth > rim) & ~weak_c).astype(np.float32)
+    solid = ((depth > rim) & (~weak_c | (depth > DEEP))).astype(np.float32)
     alpha[y0:y1, x0:x1] = solid
     ys, xs = np.nonzero(fg_c & (solid == 0))
     if len(ys):
@@ -474,12 +507,44 @@ def unmix(
         off_line = miss > 0.5 * to_key
         own_colour = off_line & (depth[ys, xs] > rim)
         # Foreground too close to the key to unmix, or a colour of its own: known foreground.
-        a = np.where((norm2 < 0.05**2) | own_colour, 1.0, proj).astype(np.float32)
+        # Closer to the key than the outline between it and the background: a pale part behind a dark line.
+        behind = (depth[ys, xs] > 1.5) & (
+            outline_peak(dist_c, depth, rim)[ys, xs] - dist_c[ys, xs] > PAST * max(tol, 1.0)
+        )
+        a = np.where((norm2 < 0.05**2) | own_colour | behind, 1.0, proj).astype(np.float32)
         a[a < 0.05] = 0.0  # below noise: no semi-transparent dust around the sprite
         unmixed = despilled(c, key, a)
         alpha[ys + y0, xs + x0] = a
         rgb[ys + y0, xs + x0] = np.where(a[:, None] >= 1.0, c, np.where(a[:, None] > 0, unmixed, key))
     return rgb, alpha
+
+
+def pocket_inside(loose: np.ndarray, labels: np.ndarray, n: int, calm: np.ndarray) -> np.ndarray:
+    """Per label of ``labels`` (``n`` of them, over the mask ``loose``), how many pixels lie inside a
+    region rather than on a line, by the more generous of two counts: those left by a 3x3 erosion of the
+    (3x3-median-cleaned) mask, and those ``calm`` (below the clip's edge gradient).
+
+    On a grey or white key the 3x3-averaged colour of a step from a dark to a light part (Tux's black
+    outline around his white belly) passes through the key's grey: a thin, key-coloured loop enclosed by
+    the sprite that would count as a pocket.  A gap between the legs has an inside: it is wider than the
+    step, or its middle is as flat as the key (a noisy gap is ragged under erosion but calm).
+    """
+    filled = cv2.medianBlur(loose.astype(np.uint8) * 255, 3)
+    wide = np.bincount(labels[loose & (cv2.erode(filled, np.ones((3, 3), np.uint8)) > 0)], minlength=n)
+    return np.maximum(wide, np.bincount(labels[loose & calm], minlength=n))
+
+
+def outline_peak(dist: np.ndarray, depth: np.ndarray, rim: int) -> np.ndarray:
+    """Per rim pixel (``depth`` up to ``rim + 1`` px), the largest key distance ``dist`` on the way in from
+    the background: ring by ring of ``depth``, a pixel's own or its outer 3x3 neighbours' peak."""
+    peak = np.where(depth > 0, dist, 0).astype(np.float32)
+    ring = np.ceil(depth)
+    kernel = np.ones((3, 3), np.uint8)
+    for r in range(2, rim + 2):
+        inner = ring == r
+        grown = cv2.dilate(np.where((ring < r) & (ring > 0), peak, 0).astype(np.float32), kernel)
+        peak[inner] = np.maximum(peak[inner], grown[inner])
+    return peak
 
 
 def local_mean(
