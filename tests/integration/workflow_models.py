@@ -155,6 +155,9 @@ WORKFLOW_REDUCTIONS: dict[str, dict[str, dict[str, Any]]] = {
         "2": {"dtype": "float32"},
         "5": {"width": 64, "height": 64, "steps": 4},
     },
+    # The same decode inside a turn: ComfyUI's CPU attention kernel (sub-quadratic) over the released 720x480x17
+    # token count ran past the 600 s limit with the tiny decoder.
+    "animegamer_turn": {"10": {"width": 64, "height": 64, "steps": 4}},
     "vc2_train_concept_lora": {
         "2": {"width": 64, "height": 64},
         "3": {"total_steps": 4, "checkpoint_every": 2, "resume": False},
