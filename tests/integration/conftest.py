@@ -71,11 +71,7 @@ def server(tmp_path_factory):
     base = tmp_path_factory.mktemp("comfy_base")
     for setup in WORKFLOW_MODELS.values():
         setup(base / "models", base / "input")
-    srv = started_server(base)
-    try:
-        yield srv
-    finally:
-        srv.stop()
+    yield from serving(base)
 
 
 @pytest.fixture(scope="session")
@@ -85,7 +81,12 @@ def rig_server(tmp_path_factory):
     write_rig_to_sprites_models(base / "models", Path(COMFYUI_DIR), COMFYUI_PYTHON)
     (base / "custom_nodes").mkdir(parents=True, exist_ok=True)
     (base / "custom_nodes" / "gameanim_test_standin_umt5").symlink_to(STANDIN_DIR, target_is_directory=True)
-    srv = started_server(base)
+    yield from serving(base)
+
+
+def serving(base: Path, api_nodes: bool = False):
+    """A fixture body: the started server on ``base`` (see :func:`started_server`), stopped whatever happens."""
+    srv = started_server(base, api_nodes)
     try:
         yield srv
     finally:

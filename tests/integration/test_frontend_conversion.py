@@ -109,13 +109,9 @@ def prompt_differences(ours: dict, theirs: dict, definitions: dict) -> list[str]
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """This module's server: ComfyUI's API nodes defined too (for their templates' node definitions)."""
-    from .conftest import started_server
+    from .conftest import serving
 
-    srv = started_server(tmp_path_factory.mktemp("comfy_api_nodes_base"), api_nodes=True)
-    try:
-        yield srv
-    finally:
-        srv.stop()
+    yield from serving(tmp_path_factory.mktemp("comfy_api_nodes_base"), api_nodes=True)
 
 
 @pytest.fixture(scope="module")
