@@ -22,7 +22,7 @@ from scripts._pack import import_pack  # noqa: E402 - the pack by path, as Comfy
 
 __all__ = [
     "ROOT", "UNET_DTYPES", "best_of", "compare_forwards", "compare_unets", "import_pack", "interleaved_best",
-    "interleaved_median", "interleaved_medians", "modules_at", "one_thread", "randomize", "unet_parser",
+    "interleaved_median", "interleaved_medians", "modules_at", "pack_at", "one_thread", "randomize", "unet_parser",
 ]  # fmt: skip
 
 
@@ -47,34 +47,30 @@ def interleaved_best(fns: dict[str, Callable[[], object]], repeats: int) -> dict
     return best
 
 
-def modules_at(commit: str, folder: str, names: list[str]) -> dict[str, ModuleType] | None:
-    """Modules ``folder/<name>.py`` as they were at ``commit``, loaded beside today's ones (old/new ratios in one run).
+def pack_at(ref: str, folder: Path, name: str = "gameanim_base") -> ModuleType | None:
+    """The pack's ``core`` and ``nodes`` as they were at git ``ref``, extracted into ``folder`` and imported as package
+    ``name`` beside today's pack (old/new ratios in one run).  None when git or ``ref`` is not available (a shallow
+    clone), and the caller prints that the comparison was skipped."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "nodes", "core"], capture_output=True)
+    if archive.returncode:
+        return None
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    (folder / "__init__.py").write_text("", encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(
+        name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
-    ``names`` in import order: each old module's relative imports of the earlier names are pointed at
-    their old versions.  None when git or the commit is not available (a shallow clone), and the
-    caller prints that the comparison was skipped.
-    """
-    loaded: dict[str, ModuleType] = {}
-    folder_path = Path(tempfile.mkdtemp(prefix="gameanim-base-"))
-    package = ".".join(["gameanim", *Path(folder).parts])
-    for name in names:
-        shown = subprocess.run(
-            ["git", "-C", str(ROOT), "show", f"{commit}:{folder}/{name}.py"], capture_output=True, text=True
-        )
-        if shown.returncode:
-            return None
-        source = shown.stdout
-        for earlier, module in loaded.items():
-            source = source.replace(f"from .{earlier} import", f"from .{module.__name__.rsplit('.', 1)[1]} import")
-        alias = f"_at_{commit[:10]}_{name}"
-        file = folder_path / f"{alias}.py"
-        file.write_text(source)
-        spec = importlib.util.spec_from_file_location(f"{package}.{alias}", file)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        loaded[name] = module
-    return loaded
+
+def modules_at(commit: str, folder: str, names: list[str]) -> dict[str, ModuleType] | None:
+    """Modules ``folder/<name>.py`` as they were at ``commit`` (see :func:`pack_at`), or None without that commit."""
+    package = f"gameanim_at_{commit[:10]}"
+    if pack_at(commit, Path(tempfile.mkdtemp(prefix="gameanim-base-")), package) is None:
+        return None
+    return {name: importlib.import_module(".".join([package, *Path(folder).parts, name])) for name in names}
 
 
 def interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, tuple[float, float]]:

@@ -24,7 +24,6 @@ import argparse
 import importlib
 import importlib.util
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,24 +31,13 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
-from _common import ROOT, best_of, import_pack
+from _common import best_of, import_pack, pack_at
 
 
 def baseline_sprite(ref: str, folder: Path) -> ModuleType:
     """``nodes.sprite`` (matte + anchor) of git ``ref``, imported as package ``gameanim_base``."""
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", ref, "nodes/sprite", "nodes/__init__.py", "core"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
-    (folder / "__init__.py").write_text("", encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(
-        "gameanim_base", folder / "__init__.py", submodule_search_locations=[str(folder)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gameanim_base"] = module
-    spec.loader.exec_module(module)
+    if pack_at(ref, folder) is None:
+        raise SystemExit(f"git ref {ref} not available (shallow clone?): no baseline to compare with")
     return importlib.import_module("gameanim_base.nodes.sprite")
 
 
