@@ -65,8 +65,7 @@ def _temporal_conv(layer: Any, x: torch.Tensor, frames: int) -> torch.Tensor:
     for stage in (layer.conv1, layer.conv2, layer.conv3, layer.conv4):
         parts = stage._modules  # GroupNorm, SiLU, [Dropout: the identity at inference,] Conv3d
         h = _time_conv(parts[str(len(parts) - 1)], F.silu(apply(parts["0"], h)))
-    h += clip
-    return h.transpose(1, 2).reshape(bt, c, height, width)
+    return (clip + h).transpose(1, 2).reshape(bt, c, height, width)  # clip first: the sum keeps x's layout
 
 
 def _attention(attn: Any, x: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
@@ -99,7 +98,7 @@ def _transformer_block(block: Any, x: torch.Tensor, context: torch.Tensor | None
 def _spatial(model: Any, x: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
     """diffusers ``Transformer2DModel`` with linear projections: every frame's pixels as one token sequence."""
     bt, c, height, width = x.shape
-    h = apply(model.norm, x).permute(0, 2, 3, 1).reshape(bt, height * width, c)
+    h = apply(model.norm, x).permute(0, 2, 3, 1).reshape(bt, height * width, c).contiguous()  # see _temporal
     h = apply(model.proj_in, h)
     for block in model.transformer_blocks:
         h = _transformer_block(block, h, context)
@@ -112,7 +111,8 @@ def _temporal(model: Any, x: torch.Tensor, frames: int) -> torch.Tensor:
     bt, c, height, width = x.shape
     batch = bt // frames
     clip = x.reshape(batch, frames, c, height * width).transpose(1, 2)  # [B, C, T, HW]
-    h = apply(model.norm, clip).permute(0, 3, 2, 1).reshape(batch * height * width, frames, c)
+    # contiguous tokens: a strided view (one clip) would send every linear layer through a per-row batched matmul
+    h = apply(model.norm, clip).permute(0, 3, 2, 1).reshape(batch * height * width, frames, c).contiguous()
     h = apply(model.proj_in, h)
     for block in model.transformer_blocks:
         h = _transformer_block(block, h, None)
