@@ -129,8 +129,10 @@ def randomize(model: Any, seed: int = 1) -> None:
 
 
 def compare_forwards(name: str, ours: Callable[[], Any], original: Callable[[], Any], repeats: int) -> None:
-    """Print the median time of ``ours`` and ``original`` (same inputs, same process), their ratio, the largest
-    output difference and, on CUDA, each one's peak memory.  Both are run under ``torch.no_grad``."""
+    """Print the median wall and CPU time of ``ours`` and ``original`` (same inputs, same process, run round-robin
+    after a warm-up), their ratios, the largest output difference and, on CUDA, each one's peak memory.  Both run
+    under ``torch.no_grad``.  The CPU time (this process, all threads) is the steadier figure on a shared machine:
+    other processes taking the cores lengthen the wall time of whichever call they land on."""
     import torch
 
     sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
@@ -144,8 +146,8 @@ def compare_forwards(name: str, ours: Callable[[], Any], original: Callable[[], 
         return run
 
     with torch.no_grad():
-        diff = (ours().float() - original().float()).abs().max().item()
-        times = interleaved_median({"ours": timed(ours), "original": timed(original)}, repeats)
+        diff = (ours().float() - original().float()).abs().max().item()  # also the warm-up
+        times = interleaved_medians({"ours": timed(ours), "original": timed(original)}, repeats)
         peaks = {}
         if torch.cuda.is_available():
             for label, fn in (("ours", ours), ("original", original)):
@@ -154,11 +156,11 @@ def compare_forwards(name: str, ours: Callable[[], Any], original: Callable[[], 
                 base = torch.cuda.memory_allocated()
                 timed(fn)()
                 peaks[label] = (torch.cuda.max_memory_allocated() - base) / 1024**3
+    (ours_wall, ours_cpu), (orig_wall, orig_cpu) = times["ours"], times["original"]
     print(f"[{name}] median of {repeats} interleaved runs after a warm-up, {torch.get_num_threads()} threads")
-    print(f"  original forward: {times['original'] * 1000:10.1f} ms")
-    print(
-        f"  our forward:      {times['ours'] * 1000:10.1f} ms   ours/original {times['ours'] / times['original']:.3f}"
-    )
+    print(f"  original forward: {orig_wall * 1000:10.1f} ms wall {orig_cpu * 1000:10.1f} ms CPU")
+    print(f"  our forward:      {ours_wall * 1000:10.1f} ms wall {ours_cpu * 1000:10.1f} ms CPU")
+    print(f"  ours/original:    {ours_wall / orig_wall:10.3f} wall    {ours_cpu / orig_cpu:10.3f} CPU")
     print(f"  max |ours - original|: {diff:.2e}")
     if peaks:
         print(
@@ -177,7 +179,10 @@ def unet_parser(description: str, original: str, latent: str = "32x32") -> argpa
     parser.add_argument("--real", action="store_true", help="also the released config (~12 GB RAM in fp32)")
     parser.add_argument("--frames", type=int, default=8, help="frames of the --real run")
     parser.add_argument("--latent", default=latent, help="latent HxW of the --real run (40x64 = 320x512 pixels)")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs of each model in the --real config")
+    parser.add_argument(
+        "--tiny-repeats", type=int, default=60, help="timed runs of each model in the tiny config (milliseconds each)"
+    )
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--dtype", choices=UNET_DTYPES, default="fp32")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for both models (default: torch's)")
@@ -185,7 +190,13 @@ def unet_parser(description: str, original: str, latent: str = "32x32") -> argpa
 
 
 def compare_unets(
-    name: str, ours: Any, original: Any, inputs: tuple[Any, Any, Any], cond: tuple[str, Any], args: argparse.Namespace
+    name: str,
+    ours: Any,
+    original: Any,
+    inputs: tuple[Any, Any, Any],
+    cond: tuple[str, Any],
+    args: argparse.Namespace,
+    repeats: int,
 ) -> None:
     """Time ``ours(x, t, ctx, cond)`` against ``original(x, t, context=ctx, <cond name>=cond)`` on ``args.device``:
     ours in ``args.dtype``, the original with fp32 weights under autocast (as its scripts run it)."""
@@ -204,4 +215,4 @@ def compare_unets(
 
     params = sum(p.numel() for p in ours.parameters())
     label = f"{name}: {params / 1e6:.1f} M params, latent {tuple(x.shape)}, {args.dtype} on {device}"
-    compare_forwards(label, lambda: ours(x, t, ctx, value), run_original, args.repeats)
+    compare_forwards(label, lambda: ours(x, t, ctx, value), run_original, repeats)

@@ -1,14 +1,14 @@
 """DynamiCrafter UNet: ours against the original DynamiCrafter code, same weights, same inputs, same process.
 
     python bench/dynamicrafter_unet.py /path/to/DynamiCrafter [--real] [--frames 8] [--latent 32x32] [--repeats 5]
-                                       [--threads N] [--device cuda --dtype fp16]
+                                       [--tiny-repeats 60] [--threads N] [--device cuda --dtype fp16]
 
 The original ``lvdm.modules.networks.openaimodel3d.UNetModel`` (needs einops and opencv, no Lightning; without
 xformers its attention is the einsum softmax a CPU user runs, with xformers on a GPU it uses xformers) is built
 with seeded weights, and the same weights go into ours through the checkpoint key map.  One forward of each is
 timed round-robin (A, B, A, B), the median after a warm-up, with the same threads and dtype (``--dtype fp16``:
 ours with fp16 weights, the original with its fp32 weights under autocast, as its scripts run it); the script prints
-ours / original and the largest output difference, and on CUDA each one's peak memory.  The context is 77 text
+the medians of wall and CPU time, ours / original and the largest output difference, and on CUDA each one's peak memory.  The context is 77 text
 tokens plus 16 image tokens per frame (the per-frame image cross-attention path).
 
 Configs: "tiny" (the parity fixture's) at 3 frames of 8x8 latent, and with ``--real`` the released 512 config
@@ -40,7 +40,9 @@ COMMON = {
 }  # fmt: skip
 
 
-def compare(name: str, config: dict, frames: int, latent: tuple[int, int], args: argparse.Namespace) -> None:
+def compare(
+    name: str, config: dict, frames: int, latent: tuple[int, int], args: argparse.Namespace, repeats: int
+) -> None:
     from gameanim.nodes.dynamicrafter.unet import build_dc_unet
     from lvdm.modules.networks.openaimodel3d import UNetModel
 
@@ -52,7 +54,7 @@ def compare(name: str, config: dict, frames: int, latent: tuple[int, int], args:
     gen = torch.Generator().manual_seed(2)
     x = torch.randn(1, 8, frames, *latent, generator=gen)
     ctx = torch.randn(1, 77 + 16 * frames, config["context_dim"], generator=gen)
-    compare_unets(name, ours, original, (x, torch.tensor([999]), ctx), ("fs", torch.tensor([24])), args)
+    compare_unets(name, ours, original, (x, torch.tensor([999]), ctx), ("fs", torch.tensor([24])), args, repeats)
 
 
 def main() -> None:
@@ -61,10 +63,10 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     import_pack()
     sys.path.insert(0, str(args.original.resolve()))
-    compare("tiny config", TINY, 3, (8, 8), args)
+    compare("tiny config", TINY, 3, (8, 8), args, args.tiny_repeats)
     if args.real:
         height, width = (int(v) for v in args.latent.lower().split("x"))
-        compare("DynamiCrafter 512 config", REAL, args.frames, (height, width), args)
+        compare("DynamiCrafter 512 config", REAL, args.frames, (height, width), args, args.repeats)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,15 @@
 """VC2 UNet: ours against the original VideoCrafter code, same weights, same inputs, same process.
 
     python bench/vc2_unet.py /path/to/VideoCrafter [--real] [--frames 8] [--latent 32x32] [--repeats 5]
-                             [--threads N] [--device cuda --dtype fp16]
+                             [--tiny-repeats 60] [--threads N] [--device cuda --dtype fp16]
 
 The original ``lvdm.modules.networks.openaimodel3d.UNetModel`` (needs einops; without xformers its attention is
 the einsum softmax a CPU user runs, with xformers on a GPU it uses xformers) is built with seeded weights, and
 the same weights go into ours through the checkpoint key map.  One forward of each is timed round-robin
 (A, B, A, B: load on a shared machine hits both alike), the median after a warm-up, with the same threads and
 dtype (``--dtype fp16``: ours with fp16 weights, the original with its fp32 weights under autocast, as its
-scripts run it); the script prints ours / original and the largest output difference, and on CUDA each one's peak memory.
+scripts run it); the script prints the medians of wall and CPU time, ours / original and the largest output
+difference, and on CUDA each one's peak memory.
 
 Configs: "tiny" (the parity fixture's: 32/64 channels) at 3 frames of 8x8 latent, and with ``--real`` the
 released VC2 config (1.41 B parameters; ~12 GB of RAM for the two fp32 copies) at ``--frames`` frames of
@@ -35,7 +36,9 @@ COMMON = {
 }  # fmt: skip
 
 
-def compare(name: str, config: dict, frames: int, latent: tuple[int, int], args: argparse.Namespace) -> None:
+def compare(
+    name: str, config: dict, frames: int, latent: tuple[int, int], args: argparse.Namespace, repeats: int
+) -> None:
     from gameanim.nodes.vc2.unet import build_unet
     from lvdm.modules.networks.openaimodel3d import UNetModel
 
@@ -46,7 +49,7 @@ def compare(name: str, config: dict, frames: int, latent: tuple[int, int], args:
     gen = torch.Generator().manual_seed(2)
     x = torch.randn(1, 4, frames, *latent, generator=gen)
     ctx = torch.randn(1, 77, config["context_dim"], generator=gen)
-    compare_unets(name, ours, original, (x, torch.tensor([981]), ctx), ("fps", torch.tensor([16])), args)
+    compare_unets(name, ours, original, (x, torch.tensor([981]), ctx), ("fps", torch.tensor([16])), args, repeats)
 
 
 def main() -> None:
@@ -55,10 +58,10 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     import_pack()
     sys.path.insert(0, str(args.original.resolve()))
-    compare("tiny config", TINY, 3, (8, 8), args)
+    compare("tiny config", TINY, 3, (8, 8), args, args.tiny_repeats)
     if args.real:
         height, width = (int(v) for v in args.latent.lower().split("x"))
-        compare("VC2 512 config", REAL, args.frames, (height, width), args)
+        compare("VC2 512 config", REAL, args.frames, (height, width), args, args.repeats)
 
 
 if __name__ == "__main__":
