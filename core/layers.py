@@ -1,14 +1,20 @@
-"""Plain torch layers called as the functions they compute, skipping ``nn.Module.__call__``.
+"""Plain torch layers called as the functions they compute, and CPU convolutions with their weights prepared once.
 
 A module call costs several microseconds of Python (hooks, tracing state, ``forward`` lookup); the small models of
 the parity tests run hundreds of layers per step, where that is a fifth of the time.  :func:`apply` calls the
 functional op for a layer of exactly a plain torch class with no hooks, and the module itself otherwise, so every
 wrapper keeps working: a peft LoRA layer, ComfyUI's casting layers (``comfy.ops`` subclasses, which stream weights on
 a partial load), hooks such as the fp32 GroupNorm casts of a half-precision UNet.
+
+On the CPU, oneDNN converts a convolution's weight into its blocked layout on every call.  Where a convolution sees
+few pixels for its width (a UNet's deep levels: 1280 channels over a few hundred latent pixels) that conversion
+costs several times the arithmetic; :func:`conv2d` keeps the converted weight beside the layer (rebuilt when the
+weight is replaced or changed in place) and runs oneDNN on it directly, with the same result.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -22,9 +28,9 @@ def _linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
 
 
 def _conv2d(layer: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
-    if layer.padding_mode != "zeros":
+    if layer.padding_mode != "zeros" or layer.dilation != (1, 1) or layer.groups != 1:
         return layer(x)
-    return F.conv2d(x, layer.weight, layer.bias, layer.stride, layer.padding, layer.dilation, layer.groups)
+    return conv2d(layer, x, layer.weight, layer.bias, layer.stride, layer.padding)
 
 
 def _group_norm(layer: nn.GroupNorm, x: torch.Tensor) -> torch.Tensor:
@@ -49,3 +55,49 @@ def apply(layer: Any, x: torch.Tensor) -> torch.Tensor:
     if direct is None or layer._forward_hooks or layer._forward_pre_hooks:
         return layer(x)
     return direct(layer, x)
+
+
+PACK_MIN_WEIGHTS = 1 << 17  # weight elements from which the conversion outweighs the direct call's own overhead
+PACK_MAX_PIXELS = 1024  # output pixels (batch x height x width) up to which the conversion dominates the arithmetic
+# layer -> (weight identity, prepared weight); outside the modules, so copies and state dicts never see it
+_PREPARED: weakref.WeakKeyDictionary[nn.Module, tuple[tuple[Any, ...], torch.Tensor]] = weakref.WeakKeyDictionary()
+_HAS_ONEDNN = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_convolution_pointwise")
+
+
+def _packs(x: torch.Tensor, weight: torch.Tensor, stride: tuple[int, int]) -> bool:
+    """True where a prepared weight pays: CPU fp32 inference, a large weight, few output pixels."""
+    if not _HAS_ONEDNN or torch.is_grad_enabled() or x.device.type != "cpu" or x.dtype != torch.float32:
+        return False
+    if weight.dtype != torch.float32 or weight.numel() < PACK_MIN_WEIGHTS:
+        return False
+    return x.shape[0] * (x.shape[2] // stride[0]) * (x.shape[3] // stride[1]) <= PACK_MAX_PIXELS
+
+
+def conv2d(
+    owner: nn.Module,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    stride: tuple[int, int] = (1, 1),
+    padding: tuple[int, int] = (0, 0),
+) -> torch.Tensor:
+    """``F.conv2d(x, weight, bias, stride, padding)``; on the CPU in fp32 inference, where it pays, with ``weight``
+    converted once to oneDNN's layout for this input shape and kept for ``owner`` (the layer the weight belongs to)
+    while that layer lives: one more copy of those weights in memory, the price of not converting them each step.
+
+    The kept copy is keyed by the weight's storage and version, so loading, merging a LoRA or training the weight
+    (in place or by replacement) rebuilds it.  The output is channels-last, oneDNN's layout.
+    """
+    if not _packs(x, weight, stride):
+        return F.conv2d(x, weight, bias, stride, padding)
+    key = (weight.data_ptr(), weight._version, tuple(weight.shape), tuple(x.shape), stride, padding)
+    kept = _PREPARED.get(owner)
+    if kept is None or kept[0] != key:
+        prepared = torch._C._nn.mkldnn_reorder_conv2d_weight(
+            weight.contiguous().to_mkldnn(), list(padding), list(stride), [1, 1], 1, list(x.shape)
+        )
+        kept = (key, prepared)
+        _PREPARED[owner] = kept
+    return torch.ops.mkldnn._convolution_pointwise(
+        x, kept[1], bias, list(padding), list(stride), [1, 1], 1, "none", [], ""
+    )

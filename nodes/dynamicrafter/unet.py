@@ -26,6 +26,7 @@ from torch import nn
 
 from ...core.attention import Attends, attend_shared
 from ...core.errors import InputError, ModelFileError
+from ...core.layers import apply
 from ..vc2.unet import UNetLayout, VC2UNet, assign_weights, convert_vc2_unet, infer_layout
 
 TEXT_TOKENS = 77
@@ -119,16 +120,16 @@ class ImageCrossAttnProcessor(Attends, nn.Module):
             raise InputError("DynamiCrafter's spatial cross-attention needs a context (text + image tokens).")
         text = encoder_hidden_states[:, :TEXT_TOKENS]
         image = encoder_hidden_states[:, TEXT_TOKENS:]
-        q = attn.to_q(hidden_states)
-        out = attend_shared(self.attend, q, attn.to_k(text), attn.to_v(text), attn.heads)
+        q = apply(attn.to_q, hidden_states)
+        out = attend_shared(self.attend, q, apply(attn.to_k, text), apply(attn.to_v, text), attn.heads)
         if image.shape[1]:
-            k, v = self.to_k_ip(image), self.to_v_ip(image)
+            k, v = apply(self.to_k_ip, image), apply(self.to_v_ip, image)
             frames = q.shape[0] // image.shape[0]
             if frames > 1 and image.shape[1] == frames * TOKENS_PER_FRAME:  # rows are (clip, frame)
                 k, v = (t.reshape(q.shape[0], TOKENS_PER_FRAME, t.shape[-1]) for t in (k, v))
             out_ip = attend_shared(self.attend, q, k, v, attn.heads)
             out = out + (out_ip * (torch.tanh(self.alpha) + 1) if self.alpha is not None else out_ip)
-        return attn.to_out[0](out)  # to_out[1] is inference-time dropout: the identity
+        return apply(attn.to_out[0], out)  # to_out[1] is inference-time dropout: the identity
 
 
 class DynamiCrafterUNet(VC2UNet):

@@ -3,18 +3,23 @@
 diffusers' own forward is general (masks, adapters, GLIGEN, deprecation checks, every norm type); this one computes
 the same network with less work:
 
-* on the CPU, at latent sizes from 16x16 up, activations stay ``[B*T, C, H, W]`` in channels-last memory
+* on the CPU, at levels of 16x16 pixels and more, activations stay ``[B*T, C, H, W]`` in channels-last memory
   (``[B, T, H, W, C]``), where oneDNN's convolutions and GroupNorm have channels-last kernels and the spatial
   transformer's tokens ``[B*T, H*W, C]`` and the temporal convolution's ``[B, C, T, H*W]`` are views, not copies
   (measured: the released UNet at 32x32 is about 10 % faster; at 8x8 the conversions cost more than they save);
+  each level converts once, and residual sums keep the layout of their first operand, the block's input;
 * the (3,1,1) temporal convolutions run as (3,1) 2-D convolutions over ``[B, C, T, H*W]`` (same weights; PyTorch's
   CPU ``Conv3d`` takes a slow unfold path for them);
-* every attention calls its processor directly (diffusers inspects the processor's signature on each call),
-  and the processors call the kernel :func:`core.attention.use_attention` installed;
+* plain layers run as their functional ops (:func:`core.layers.apply`), wide convolutions over few pixels with their
+  weight converted once for oneDNN (:func:`core.layers.conv2d`), the plain attentions inline, and the other
+  processors (DynamiCrafter's image cross-attention) are called directly; all call the kernel
+  :func:`core.attention.use_attention` installed;
+* transformer tokens are contiguous before their linear layers (a strided token view runs every linear layer as a
+  per-row batched matmul), and residual sums are in place on fresh layer outputs;
 * the context is passed once per clip, not repeated per frame: cross-attention keys and values are computed once
   per clip and each clip's frames are folded into one query sequence (:func:`core.attention.attend_shared`).
 
-Only weight-bearing modules are called as modules, so ComfyUI's casting layers (partial loading) still apply.
+Wrapped layers (a peft LoRA, ComfyUI's casting layers for partial loading, hooks) are still called as modules.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from ...core.attention import AttnProcessor, attend_shared
-from ...core.layers import apply
+from ...core.layers import apply, conv2d
 
 CHANNELS_LAST_MIN_PIXELS = 16 * 16  # level size from which channels-last pays on the CPU (see above)
 
@@ -53,7 +58,7 @@ def _time_conv(conv: Any, x: torch.Tensor) -> torch.Tensor:
     """A (3,1,1) ``Conv3d`` applied to ``[B, C, T, N]``: as the (3,1) 2-D convolution it is (no layout change), unless
     the layer computes its own way (a LoRA wrapper, or ComfyUI casting its weights on the fly)."""
     if type(conv) is nn.Conv3d and not conv._forward_hooks and not conv._forward_pre_hooks:
-        return F.conv2d(x, conv.weight.squeeze(-1), conv.bias, padding=(1, 0))
+        return conv2d(conv, x, conv.weight.squeeze(-1), conv.bias, padding=(1, 0))
     return conv(x.unsqueeze(-1)).squeeze(-1)
 
 
