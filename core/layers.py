@@ -68,8 +68,8 @@ def _packs(x: torch.Tensor, weight: torch.Tensor, stride: tuple[int, int]) -> bo
     """True where a prepared weight pays: CPU fp32 inference, a large weight, few output pixels."""
     if not _HAS_ONEDNN or torch.is_grad_enabled() or x.device.type != "cpu" or x.dtype != torch.float32:
         return False
-    if weight.dtype != torch.float32 or weight.numel() < PACK_MIN_WEIGHTS:
-        return False
+    if weight.dtype != torch.float32 or weight.numel() < PACK_MIN_WEIGHTS or weight.is_inference():
+        return False  # an inference tensor has no version counter to tell an in-place change
     return x.shape[0] * (x.shape[2] // stride[0]) * (x.shape[3] // stride[1]) <= PACK_MAX_PIXELS
 
 

@@ -79,3 +79,13 @@ def test_training_and_large_inputs_use_the_plain_convolution():
     out = layers.apply(conv, small)  # autograd on: the prepared weight has no gradient path
     out.sum().backward()
     assert conv not in layers._PREPARED and conv.weight.grad is not None and small.grad is not None
+
+
+def test_weights_made_in_inference_mode_use_the_plain_convolution():
+    """Such a weight has no version counter, so a prepared copy could not tell it was changed in place."""
+    with torch.inference_mode():
+        conv = _wide_conv()
+        x = torch.randn(2, 128, 8, 8)
+        out = layers.apply(conv, x)
+    assert conv not in layers._PREPARED
+    torch.testing.assert_close(out, F.conv2d(x, conv.weight, conv.bias, padding=1))
