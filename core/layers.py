@@ -34,11 +34,14 @@ def _conv2d(layer: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
 
 
 def _group_norm(layer: nn.GroupNorm, x: torch.Tensor) -> torch.Tensor:
-    return F.group_norm(x, layer.num_groups, layer.weight, layer.bias, layer.eps)
+    # the op F.group_norm ends in, without its Python-side batch-size check (a GroupNorm layer validated its shape)
+    return torch.group_norm(x, layer.num_groups, layer.weight, layer.bias, layer.eps, torch.backends.cudnn.enabled)
 
 
 def _layer_norm(layer: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
-    return F.layer_norm(x, layer.normalized_shape, layer.weight, layer.bias, layer.eps)
+    return torch.layer_norm(
+        x, layer.normalized_shape, layer.weight, layer.bias, layer.eps, torch.backends.cudnn.enabled
+    )
 
 
 _DIRECT: dict[type, Callable[[Any, torch.Tensor], torch.Tensor]] = {
@@ -66,9 +69,9 @@ _HAS_ONEDNN = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn,
 
 def _packs(x: torch.Tensor, weight: torch.Tensor, stride: tuple[int, int]) -> bool:
     """True where a prepared weight pays: CPU fp32 inference, a large weight, few output pixels."""
-    if not _HAS_ONEDNN or torch.is_grad_enabled() or x.device.type != "cpu" or x.dtype != torch.float32:
+    if weight.numel() < PACK_MIN_WEIGHTS or not _HAS_ONEDNN or torch.is_grad_enabled() or x.device.type != "cpu":
         return False
-    if weight.dtype != torch.float32 or weight.numel() < PACK_MIN_WEIGHTS or weight.is_inference():
+    if x.dtype != torch.float32 or weight.dtype != torch.float32 or weight.is_inference():
         return False  # an inference tensor has no version counter to tell an in-place change
     return x.shape[0] * (x.shape[2] // stride[0]) * (x.shape[3] // stride[1]) <= PACK_MAX_PIXELS
 
