@@ -76,6 +76,23 @@ def _packs(x: torch.Tensor, weight: torch.Tensor, stride: tuple[int, int]) -> bo
     return x.shape[0] * (x.shape[2] // stride[0]) * (x.shape[3] // stride[1]) <= PACK_MAX_PIXELS
 
 
+_NATIVE = hasattr(torch._C._nn, "thnn_conv2d")
+
+
+def _native_pays(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """True for a small (k,1) kernel (a temporal convolution) in CPU fp32 inference: PyTorch sends a batch of more than
+    one to oneDNN, whose per-call setup then costs twice its own im2col path (measured on the tiny UNets' 32-64
+    channels; 3x3 and 1x1 kernels are faster in oneDNN)."""
+    return (
+        weight.shape[-1] == 1
+        and weight.shape[-2] > 1
+        and weight.numel() < PACK_MIN_WEIGHTS
+        and x.device.type == "cpu"
+        and x.dtype == torch.float32
+        and not torch.is_grad_enabled()
+    )
+
+
 def conv2d(
     owner: nn.Module,
     x: torch.Tensor,
@@ -92,6 +109,8 @@ def conv2d(
     (in place or by replacement) rebuilds it.  The output is channels-last, oneDNN's layout.
     """
     if not _packs(x, weight, stride):
+        if _NATIVE and _native_pays(x, weight):
+            return torch._C._nn.thnn_conv2d(x, weight, weight.shape[-2:], bias, stride, padding)
         return F.conv2d(x, weight, bias, stride, padding)
     key = (weight.data_ptr(), weight._version, tuple(weight.shape), tuple(x.shape), stride, padding)
     kept = _PREPARED.get(owner)

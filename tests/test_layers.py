@@ -89,3 +89,15 @@ def test_weights_made_in_inference_mode_use_the_plain_convolution():
         out = layers.apply(conv, x)
     assert conv not in layers._PREPARED
     torch.testing.assert_close(out, F.conv2d(x, conv.weight, conv.bias, padding=1))
+
+
+def test_small_temporal_kernel_runs_the_native_path_with_the_same_result():
+    """A (3,1) kernel over a batch of two: PyTorch's im2col path instead of oneDNN, same numbers, autograd untouched."""
+    torch.manual_seed(2)
+    conv = nn.Conv2d(32, 32, (3, 1), padding=(1, 0))
+    x = torch.randn(2, 32, 3, 64).transpose(2, 3).contiguous().transpose(2, 3)  # a strided clip view, as the UNet's
+    with torch.no_grad():
+        assert layers._native_pays(x, conv.weight) == layers._NATIVE
+        torch.testing.assert_close(layers.apply(conv, x), conv(x), rtol=1e-5, atol=1e-5)
+    assert not layers._native_pays(x, conv.weight)  # autograd on
+    assert not layers._native_pays(x, torch.zeros(32, 32, 3, 3))  # 3x3: oneDNN is faster
