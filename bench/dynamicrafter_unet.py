@@ -8,12 +8,13 @@ xformers its attention is the einsum softmax a CPU user runs, with xformers on a
 with seeded weights, and the same weights go into ours through the checkpoint key map.  One forward of each is
 timed round-robin (A, B, A, B), the median after a warm-up, with the same threads and dtype (``--dtype fp16``:
 ours with fp16 weights, the original with its fp32 weights under autocast, as its scripts run it); the script prints
-the medians of wall and CPU time, ours / original and the largest output difference, and on CUDA each one's peak memory.  The context is 77 text
-tokens plus 16 image tokens per frame (the per-frame image cross-attention path).
+the medians of wall and CPU time, ours / original, the largest output difference and, on CUDA, each one's peak
+memory.  The context is 77 text tokens plus 16 image tokens per frame (the per-frame image cross-attention path).
 
-Configs: "tiny" (the parity fixture's) at 3 frames of 8x8 latent, and with ``--real`` the released 512 config
-(1.44 B parameters, ~12 GB of RAM for the two fp32 copies) at ``--frames`` frames of ``--latent`` (default 8
-frames of 32x32).  The released sampler runs 16 frames of 40x64 (320x512): ``--frames 16 --latent 40x64``.
+Configs: "tiny" (the parity fixture's) at the fixture's batch of 2 clips of 3 frames of 8x8 latent, and with
+``--real`` the released 512 config (1.44 B parameters, ~12 GB of RAM for the two fp32 copies) at one clip of
+``--frames`` frames of ``--latent`` (default 8 frames of 32x32).  The released sampler runs 16 frames of 40x64
+(320x512): ``--frames 16 --latent 40x64``.
 """
 
 from __future__ import annotations
@@ -41,8 +42,14 @@ COMMON = {
 
 
 def compare(
-    name: str, config: dict, frames: int, latent: tuple[int, int], args: argparse.Namespace, repeats: int
+    name: str,
+    config: dict,
+    clip: tuple[int, int, tuple[int, int]],
+    args: argparse.Namespace,
+    repeats: int,
 ) -> None:
+    """Time ours against the original on ``clip`` = (batch, frames, latent HxW)."""
+    batch, frames, latent = clip
     from gameanim.nodes.dynamicrafter.unet import build_dc_unet
     from lvdm.modules.networks.openaimodel3d import UNetModel
 
@@ -52,9 +59,11 @@ def compare(
     dtype = torch.float16 if args.dtype == "fp16" else torch.float32
     ours = build_dc_unet(original.state_dict(), {"num_head_channels": config["num_head_channels"]}, dtype)
     gen = torch.Generator().manual_seed(2)
-    x = torch.randn(1, 8, frames, *latent, generator=gen)
-    ctx = torch.randn(1, 77 + 16 * frames, config["context_dim"], generator=gen)
-    compare_unets(name, ours, original, (x, torch.tensor([999]), ctx), ("fs", torch.tensor([24])), args, repeats)
+    x = torch.randn(batch, 8, frames, *latent, generator=gen)
+    ctx = torch.randn(batch, 77 + 16 * frames, config["context_dim"], generator=gen)
+    compare_unets(
+        name, ours, original, (x, torch.tensor([999] * batch), ctx), ("fs", torch.tensor([24] * batch)), args, repeats
+    )
 
 
 def main() -> None:
@@ -63,10 +72,10 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     import_pack()
     sys.path.insert(0, str(args.original.resolve()))
-    compare("tiny config", TINY, 3, (8, 8), args, args.tiny_repeats)
+    compare("tiny config", TINY, (2, 3, (8, 8)), args, args.tiny_repeats)
     if args.real:
         height, width = (int(v) for v in args.latent.lower().split("x"))
-        compare("DynamiCrafter 512 config", REAL, args.frames, (height, width), args, args.repeats)
+        compare("DynamiCrafter 512 config", REAL, (1, args.frames, (height, width)), args, args.repeats)
 
 
 if __name__ == "__main__":

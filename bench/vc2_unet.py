@@ -11,10 +11,11 @@ dtype (``--dtype fp16``: ours with fp16 weights, the original with its fp32 weig
 scripts run it); the script prints the medians of wall and CPU time, ours / original and the largest output
 difference, and on CUDA each one's peak memory.
 
-Configs: "tiny" (the parity fixture's: 32/64 channels) at 3 frames of 8x8 latent, and with ``--real`` the
-released VC2 config (1.41 B parameters; ~12 GB of RAM for the two fp32 copies) at ``--frames`` frames of
-``--latent`` (default 8 frames of 32x32: a 256x256 clip, 1024 tokens per spatial attention).  The released
-sampler runs 16 frames of 40x64 (320x512): ``--frames 16 --latent 40x64`` on a GPU.
+Configs: "tiny" (the parity fixture's: 32/64 channels) at the fixture's batch of 2 clips of 3 frames of 8x8
+latent, and with ``--real`` the released VC2 config (1.41 B parameters; ~12 GB of RAM for the two fp32 copies) at
+one clip of ``--frames`` frames of ``--latent`` (default 8 frames of 32x32: a 256x256 clip, 1024 tokens per
+spatial attention).  The released sampler runs 16 frames of 40x64 (320x512): ``--frames 16 --latent 40x64`` on a
+GPU.
 """
 
 from __future__ import annotations
@@ -37,8 +38,14 @@ COMMON = {
 
 
 def compare(
-    name: str, config: dict, frames: int, latent: tuple[int, int], args: argparse.Namespace, repeats: int
+    name: str,
+    config: dict,
+    clip: tuple[int, int, tuple[int, int]],
+    args: argparse.Namespace,
+    repeats: int,
 ) -> None:
+    """Time ours against the original on ``clip`` = (batch, frames, latent HxW)."""
+    batch, frames, latent = clip
     from gameanim.nodes.vc2.unet import build_unet
     from lvdm.modules.networks.openaimodel3d import UNetModel
 
@@ -47,9 +54,11 @@ def compare(
     randomize(original)
     ours = build_unet(original.state_dict(), dtype=torch.float16 if args.dtype == "fp16" else torch.float32)
     gen = torch.Generator().manual_seed(2)
-    x = torch.randn(1, 4, frames, *latent, generator=gen)
-    ctx = torch.randn(1, 77, config["context_dim"], generator=gen)
-    compare_unets(name, ours, original, (x, torch.tensor([981]), ctx), ("fps", torch.tensor([16])), args, repeats)
+    x = torch.randn(batch, 4, frames, *latent, generator=gen)
+    ctx = torch.randn(batch, 77, config["context_dim"], generator=gen)
+    compare_unets(
+        name, ours, original, (x, torch.tensor([981] * batch), ctx), ("fps", torch.tensor([16] * batch)), args, repeats
+    )
 
 
 def main() -> None:
@@ -58,10 +67,10 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     import_pack()
     sys.path.insert(0, str(args.original.resolve()))
-    compare("tiny config", TINY, 3, (8, 8), args, args.tiny_repeats)
+    compare("tiny config", TINY, (2, 3, (8, 8)), args, args.tiny_repeats)
     if args.real:
         height, width = (int(v) for v in args.latent.lower().split("x"))
-        compare("VC2 512 config", REAL, args.frames, (height, width), args, args.repeats)
+        compare("VC2 512 config", REAL, (1, args.frames, (height, width)), args, args.repeats)
 
 
 if __name__ == "__main__":
