@@ -21,7 +21,7 @@ if str(ROOT) not in sys.path:
 from scripts._pack import import_pack  # noqa: E402 - the pack by path, as ComfyUI and the tests import it
 
 __all__ = [
-    "ROOT", "UNET_DTYPES", "best_of", "compare_forwards", "compare_unets", "import_pack", "interleaved_best",
+    "ROOT", "Clip", "UNET_DTYPES", "best_of", "compare_forwards", "compare_unets", "import_pack", "interleaved_best",
     "interleaved_median", "interleaved_medians", "modules_at", "pack_at", "one_thread", "randomize", "unet_parser",
 ]  # fmt: skip
 
@@ -169,6 +169,7 @@ def compare_forwards(name: str, ours: Callable[[], Any], original: Callable[[], 
         )
 
 
+Clip = tuple[int, int, tuple[int, int]]  # a UNet bench's input: batch, frames, latent (height, width)
 UNET_DTYPES = ("fp32", "fp16")  # the original UNets run fp32, or fp32 weights under fp16 autocast
 
 

@@ -23,7 +23,7 @@ import argparse
 import sys
 
 import torch
-from _common import compare_unets, import_pack, randomize, unet_parser
+from _common import Clip, compare_unets, import_pack, randomize, unet_parser
 
 TINY = {
     "in_channels": 8, "out_channels": 4, "model_channels": 32, "attention_resolutions": [1], "num_res_blocks": 1,
@@ -41,14 +41,7 @@ COMMON = {
 }  # fmt: skip
 
 
-def compare(
-    name: str,
-    config: dict,
-    clip: tuple[int, int, tuple[int, int]],
-    args: argparse.Namespace,
-    repeats: int,
-) -> None:
-    """Time ours against the original on ``clip`` = (batch, frames, latent HxW)."""
+def compare(name: str, config: dict, clip: Clip, args: argparse.Namespace, repeats: int) -> None:
     batch, frames, latent = clip
     from gameanim.nodes.dynamicrafter.unet import build_dc_unet
     from lvdm.modules.networks.openaimodel3d import UNetModel

@@ -24,7 +24,7 @@ import argparse
 import sys
 
 import torch
-from _common import compare_unets, import_pack, randomize, unet_parser
+from _common import Clip, compare_unets, import_pack, randomize, unet_parser
 
 TINY = {"model_channels": 32, "attention_resolutions": [1], "num_res_blocks": 1, "channel_mult": [1, 2],
         "num_head_channels": 8, "context_dim": 32}  # fmt: skip
@@ -37,14 +37,7 @@ COMMON = {
 }  # fmt: skip
 
 
-def compare(
-    name: str,
-    config: dict,
-    clip: tuple[int, int, tuple[int, int]],
-    args: argparse.Namespace,
-    repeats: int,
-) -> None:
-    """Time ours against the original on ``clip`` = (batch, frames, latent HxW)."""
+def compare(name: str, config: dict, clip: Clip, args: argparse.Namespace, repeats: int) -> None:
     batch, frames, latent = clip
     from gameanim.nodes.vc2.unet import build_unet
     from lvdm.modules.networks.openaimodel3d import UNetModel
