@@ -229,13 +229,17 @@ def test_threaded_flow_and_scope_equal_the_plain_definition(masked):
         usable &= mask[:30] > 0.5
     values = speed[usable]
     assert values.size > 2_000_000 or masked
-    threshold = 0.2 * float(np.quantile(values[:: max(1, values.size // 1_000_000)], 0.99))
+    result = scope_mod.scope_from_flow(flow, frames, mask=mask if masked else None)
+    exact = 0.2 * float(np.quantile(values, 0.99))
+    if masked:  # under a million values: the quantile of exactly the same values
+        assert result.threshold == exact
+    else:  # above: of every n-th value (and zero), documented as the same to <1%
+        assert result.threshold == pytest.approx(exact, rel=0.01)
+    threshold = result.threshold
     foreground = usable & (speed > threshold)
     per_frame = [
         float(speed[i][foreground[i]].mean(dtype=np.float64)) if foreground[i].any() else 0.0 for i in range(30)
     ]
-    result = scope_mod.scope_from_flow(flow, frames, mask=mask if masked else None)
-    assert result.threshold == threshold
     assert result.per_frame == pytest.approx(per_frame, rel=1e-9)
     assert result.per_frame[6] == 0.0 and result.scope == pytest.approx(np.mean(per_frame), rel=1e-9)
 
