@@ -61,6 +61,12 @@ def free_cores() -> int:
     return max(1, cores - int(statistics.median(samples)))
 
 
+def forget_free_cores() -> None:
+    """Make the next :func:`default_workers` read the free cores afresh."""
+    global _last_decision
+    _last_decision = (-float("inf"), 0)
+
+
 def default_workers() -> int:
     """Threads for a call that names none: :data:`WORKERS`, but no more than the free cores.
 
