@@ -118,6 +118,7 @@ def main() -> None:
                 f"draw only (uint8): new {n / draw['new'][0]:.0f} maps/s, old {n / draw['old'][0]:.0f} maps/s, "
                 f"ratio {draw['old'][0] / draw['new'][0]:.2f}x; maps identical: {bool(same)}"
             )
+        kernel_share(paths["new"], n)
         t_ours, _ = timed(lambda: forward_kinematics(read_bvh(path)))
         print(f"BVH read + FK (ours)            {n / t_ours:10.0f} frames/s  ({1000 * t_ours:.1f} ms)")
         try:
@@ -143,6 +144,26 @@ def main() -> None:
         else:
             print("no CUDA device: VRAM not measured (the pose maps are drawn on the CPU)")
         blender_timings(Path(tmp))
+
+
+def kernel_share(run, n: int) -> None:
+    """User and system CPU of one whole-path run and its page faults: a batch of float maps is 12 bytes
+    per pixel of fresh memory, and on a virtual machine the kernel's first-touch cost of it can
+    outweigh the drawing (docs/pose.md)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        print("resource module not available: user/system split skipped")
+        return
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    run()
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+    faults = after.ru_minflt - before.ru_minflt
+    print(
+        f"one whole-path run: user {1000 * user / n:.3f} ms/map, system {1000 * system / n:.3f} ms/map, "
+        f"{faults / n:.0f} page faults/map (Linux getrusage)"
+    )
 
 
 def blender_timings(folder: Path) -> None:
