@@ -46,9 +46,13 @@ def free_cores() -> int:
 
     Why not the load average: it counts this process's own recent work, so after a minute of our
     own threads it would report the cores busy.  The runnable count is read a few times, 1 ms
-    apart, and the median taken.  Without ``/proc`` (Windows, macOS) every usable core is free.
+    apart, and the median taken.  It is machine-wide, so when this process may use only some of
+    the machine's cores (affinity, a container's cpuset) the others are taken to be spread evenly
+    and only their share on our cores counts.  Without ``/proc`` (Windows, macOS) every usable core
+    is free.
     """
     cores = usable_cores()
+    share = cores / max(cores, os.cpu_count() or cores)
     samples = []
     for i in range(SAMPLES):
         if i:
@@ -58,7 +62,7 @@ def free_cores() -> int:
                 samples.append(runnable_elsewhere(handle.read()))
         except (OSError, ValueError, IndexError):
             return cores
-    return max(1, cores - int(statistics.median(samples)))
+    return max(1, cores - round(statistics.median(samples) * share))
 
 
 def forget_free_cores() -> None:

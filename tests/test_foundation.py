@@ -162,6 +162,10 @@ def test_worker_count_follows_the_free_cores(tmp_path, monkeypatch):
     used = set()
     run_chunks(lambda a, b: used.add(threading.get_ident()), 8, 1)
     assert len(used) == 1  # the busy machine's call stayed on one thread
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 64)  # 2 of 64 cores: 8 others ≈ 0.25 on ours
+    assert threads.free_cores() == 2
+    loadavg.write_text("40.0 40.0 40.0 41/900 99\n")  # 40 others on 64 cores: about 1 on ours
+    assert threads.free_cores() == 1
     loadavg.unlink()  # no /proc (Windows, macOS): every usable core
     assert threads.free_cores() == 2
     monkeypatch.setattr(threads, "WORKERS", 1)  # a benchmark's one-thread setting wins
