@@ -196,12 +196,11 @@ def test_small_character_on_busy_background_needs_mask_or_higher_quantile():
     assert higher > 0.7 * truth
 
 
-def boxed_dis(grey: list[np.ndarray], margin: int, align: int, coarsest: int) -> np.ndarray:
+def boxed_dis(grey: list[np.ndarray], margin: int, align: int) -> np.ndarray:
     """DIS medium of each pair inside the box of pixels changing by more than 2 grey levels, widened by
-    ``margin`` and outwards to multiples of ``align``, with the whole frame's ``coarsest`` pyramid level;
-    zero elsewhere: the definition of the default flow, written out plainly."""
+    ``margin`` and outwards to multiples of ``align``; zero elsewhere: the definition of the default
+    flow, written out plainly."""
     dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
-    dis.setCoarsestScale(coarsest)
     height, width = grey[0].shape
     out = np.zeros((len(grey) - 1, height, width, 2), np.float32)
     for i in range(len(grey) - 1):
@@ -223,7 +222,7 @@ def test_threaded_flow_and_scope_equal_the_plain_definition(masked):
     flow = estimate_flow(torch.from_numpy(frames)).numpy()
     grey = [cv2.convertScaleAbs(cv2.cvtColor(f, cv2.COLOR_RGB2GRAY), alpha=255.0) for f in frames]
     # margin 0.12 x sqrt(240 x 320); DIS picks level 3 for 240x320 by itself; align = stride 3 x 2**3
-    expected = boxed_dis(grey, margin=33, align=24, coarsest=3)
+    expected = boxed_dis(grey, margin=33, align=24)
     assert np.array_equal(flow, expected)  # pairs side by side on threads: the same flow, bit for bit
     assert not expected[6].any() and not expected[:, :20].any()  # the pause and the still rows above the sprite
 

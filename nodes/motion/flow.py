@@ -3,9 +3,9 @@
 Why DIS by default: it needs no weights, no torch and no GPU, and its MEDIUM preset recovers a known
 sprite speed within a few percent for 10-18 ms of CPU per full 320x512 frame pair.  A sprite clip's
 background is still, so each pair's flow is computed only in the box where the two frames differ
-(plus a margin), a few times less work; pairs run side by side on the cores (see docs/motion.md).  RAFT is more accurate on real footage but costs seconds per pair on a CPU, so it is
-optional and only ever loaded from weights the user placed in ``models/optical_flow/``: this module
-never downloads.
+(plus a margin), a few times less work; pairs run side by side on the cores (see docs/motion.md).
+RAFT is more accurate on real footage but costs seconds per pair on a CPU, so it is optional and only
+ever loaded from weights the user placed in ``models/optical_flow/``: this module never downloads.
 
 Flow is returned like comfyui_controlnet_aux's ``OPTICAL_FLOW``: a float32 torch tensor
 ``[N-1,H,W,2]`` in pixels of the input frames, channel 0 = x (right), channel 1 = y (down); pair ``i``
@@ -102,11 +102,9 @@ def moving_box(
 
 
 def dis_coarsest_scale(height: int, width: int, patch: int = 8) -> int:
-    """The coarsest pyramid level OpenCV's DIS picks by itself for a whole ``height`` x ``width`` frame.
-
-    Flow in a box is computed with this level set explicitly: left to itself DIS would pick a finer
-    coarsest level for the smaller box and follow large motions less far.
-    """
+    """The coarsest pyramid level OpenCV's DIS picks by itself for a whole ``height`` x ``width`` frame
+    (its own rule; a level set with ``setCoarsestScale`` only ever lowers it, so a box too small for
+    this level gets fewer levels, as a small frame does)."""
     largest = int(math.log2(max(height, width) / (4.0 * patch)) + 0.5)
     return max(0, min(largest, int(math.log2(min(height, width) / patch))))
 
@@ -143,15 +141,13 @@ def _opencv_pairs(
     height, width = grey[0].shape
     out = zeroed((pairs, height, width, 2), np.float32)
     margin = box_margin(height, width)
-    coarsest = dis_coarsest_scale(height, width)
-    align = box_alignment(method, coarsest)
+    align = box_alignment(method, dis_coarsest_scale(height, width))
     local = threading.local()
 
     def flow(first: np.ndarray, second: np.ndarray) -> np.ndarray:
         if method.startswith("dis_"):
             if not hasattr(local, "dis"):
                 local.dis = cv2.DISOpticalFlow_create(DIS_PRESETS[method[4:]])
-                local.dis.setCoarsestScale(coarsest)
             return local.dis.calc(first, second, None)
         return cv2.calcOpticalFlowFarneback(first, second, None, *FARNEBACK_ARGS)
 
