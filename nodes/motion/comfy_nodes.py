@@ -66,7 +66,9 @@ def _edges_field() -> tuple[Any, dict[str, Any]]:
 class OpticalFlow:
     DESCRIPTION = (
         "Optical flow between consecutive frames of a clip. Outputs OPTICAL_FLOW [N-1,H,W,2] in pixels "
-        "(as comfyui_controlnet_aux) and a colour view: hue = direction, brightness = speed."
+        "(as comfyui_controlnet_aux) and a colour view: hue = direction, brightness = speed. The OpenCV methods "
+        "compute each pair's flow only in the box where its frames differ (plus a margin): zero where the picture "
+        "is still."
     )
     CATEGORY = CATEGORY
     FUNCTION = "run"
