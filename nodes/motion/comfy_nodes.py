@@ -37,7 +37,8 @@ def _method_field() -> tuple[Any, dict[str, Any]]:
         list(METHODS),
         "Flow estimator. dis_medium: accurate, no weights, ~90 pairs/s per CPU core at 320x512 when the "
         "background is still (~45 when the whole frame moves). dis_fast/dis_ultrafast: faster, less exact. "
-        "farneback: classic OpenCV. raft_small/raft_large: torchvision RAFT, needs its .pth in models/optical_flow/ (never downloaded), slow without a GPU.",
+        "farneback: classic OpenCV. raft_small/raft_large: torchvision RAFT, needs its .pth in "
+        "models/optical_flow/ (never downloaded), slow without a GPU.",
         default=DEFAULT_METHOD,
     )
 
