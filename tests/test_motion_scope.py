@@ -131,6 +131,15 @@ def test_all_black_clip_is_scope_zero_level_one_not_nan():
     assert result == (0.0, 1, (0.0,) * 5)
 
 
+def test_frames_too_small_for_dis_are_a_clear_error():
+    with pytest.raises(InputError, match="at least 12 px"):
+        api.motion_scope(torch.zeros(3, 8, 11, 3))
+    assert api.motion_scope(torch.zeros(3, 8, 11, 3), method="farneback").scope == 0.0
+    noise = np.random.default_rng(0).random((8, 16, 3)).astype(np.float32)
+    moving = np.stack([np.roll(noise, i, axis=1)[:, :12] for i in range(3)])  # 8x12: DIS runs
+    assert math.isfinite(api.motion_scope(moving).scope)
+
+
 def test_nan_frames_and_bad_mask_are_errors():
     frames = torch.zeros(3, 32, 32, 3)
     frames[1, 4, 4, 0] = float("nan")

@@ -42,6 +42,8 @@ RAFT_FILES = {
     "raft_large": "raft_large_C_T_SKHT_V2-ff5fadd5.pth",
 }
 RAFT_MIN_SIDE = 128
+# OpenCV's DIS refuses frames whose width and height are both below this.
+DIS_MIN_SIDE = 12
 METHODS = ("dis_medium", "dis_fast", "dis_ultrafast", "farneback", "raft_small", "raft_large")
 ALIASES = {"dis": "dis_medium"}
 DEFAULT_METHOD = "dis_medium"
@@ -139,6 +141,11 @@ def _opencv_pairs(
     """
     pairs = len(grey) - 1
     height, width = grey[0].shape
+    if method.startswith("dis_") and max(height, width) < DIS_MIN_SIDE:
+        raise InputError(
+            f"DIS optical flow needs frames at least {DIS_MIN_SIDE} px wide or high; these are {height}x{width}. "
+            "Upscale the clip first or choose the farneback method."
+        )
     out = zeroed((pairs, height, width, 2), np.float32)
     margin = box_margin(height, width)
     align = box_alignment(method, dis_coarsest_scale(height, width))
