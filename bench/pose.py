@@ -4,7 +4,8 @@
 
 Prints maps/s (wall) and maps per CPU-second for the whole path (parse, FK, mapping, camera fit,
 drawing, float32 IMAGE tensor), today's code against the code of ``--base`` (git) loaded beside
-it, runs interleaved, medians; then the same path on one thread, drawing alone (new/old), pybvh's
+it, runs interleaved, medians; the same path on one thread and with the threads fixed at
+``core.threads.WORKERS`` (not capped by the free cores); then drawing alone (new/old), pybvh's
 parser + kinematics as the BVH-reading baseline (when installed) and the capsule maps.  With a CUDA
 device it also prints the peak VRAM of the whole path (the maps are drawn on the CPU: 0 is expected).
 """
@@ -18,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import ROOT, import_pack, interleaved_medians, modules_at, one_thread
+from _common import ROOT, fixed_threads, import_pack, interleaved_medians, modules_at, one_thread
 
 # The pack before the OpenPose drawing was planned with numpy and painted on threads.
 BASE = "c1c5bc4"
@@ -56,7 +57,7 @@ def main() -> None:
     import_pack()
     import cv2
     import torch
-    from gameanim.core.threads import WORKERS
+    from gameanim.core.threads import WORKERS, free_cores
     from gameanim.nodes.pose.bvh import forward_kinematics, read_bvh
     from gameanim.nodes.pose.conditions import CameraSettings
     from gameanim.nodes.pose.joint_tracks import load_motion
@@ -65,8 +66,8 @@ def main() -> None:
 
     n, size = args.frames, args.size
     print(
-        f"cv2 threads {cv2.getNumThreads()}, torch threads {torch.get_num_threads()}, drawing threads {WORKERS}, "
-        f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; {n} frames, {size}x{size}"
+        f"cv2 threads {cv2.getNumThreads()}, torch threads {torch.get_num_threads()}, drawing threads up to {WORKERS} "
+        f"(free cores now {free_cores()}), cores {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; {n} frames, {size}x{size}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         path = long_bvh(n, Path(tmp))
@@ -81,7 +82,11 @@ def main() -> None:
             return run
 
         old = modules_at(args.base, "nodes/pose", ["render", "maps"])
-        paths = {"new": whole_path(render_pose_maps), "new, 1 thread": one_thread(whole_path(render_pose_maps))}
+        paths = {
+            "new": whole_path(render_pose_maps),
+            "new, 1 thread": one_thread(whole_path(render_pose_maps)),
+            "new, all threads": fixed_threads(whole_path(render_pose_maps)),
+        }
         if old is not None:
             paths["old"] = whole_path(old["maps"].render_pose_maps)
         else:
@@ -113,6 +118,7 @@ def main() -> None:
                 f"draw only (uint8): new {n / draw['new'][0]:.0f} maps/s, old {n / draw['old'][0]:.0f} maps/s, "
                 f"ratio {draw['old'][0] / draw['new'][0]:.2f}x; maps identical: {bool(same)}"
             )
+        kernel_share(paths["new"], n)
         t_ours, _ = timed(lambda: forward_kinematics(read_bvh(path)))
         print(f"BVH read + FK (ours)            {n / t_ours:10.0f} frames/s  ({1000 * t_ours:.1f} ms)")
         try:
@@ -138,6 +144,26 @@ def main() -> None:
         else:
             print("no CUDA device: VRAM not measured (the pose maps are drawn on the CPU)")
         blender_timings(Path(tmp))
+
+
+def kernel_share(run, n: int) -> None:
+    """User and system CPU of one whole-path run and its page faults: a batch of float maps is 12 bytes
+    per pixel of fresh memory, and on a virtual machine the kernel's first-touch cost of it can
+    outweigh the drawing (docs/pose.md)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        print("resource module not available: user/system split skipped")
+        return
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    run()
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+    faults = after.ru_minflt - before.ru_minflt
+    print(
+        f"one whole-path run: user {1000 * user / n:.3f} ms/map, system {1000 * system / n:.3f} ms/map, "
+        f"{faults / n:.0f} page faults/map (Linux getrusage)"
+    )
 
 
 def blender_timings(folder: Path) -> None:

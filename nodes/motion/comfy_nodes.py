@@ -35,9 +35,10 @@ def _raft(method: str) -> Any:
 def _method_field() -> tuple[Any, dict[str, Any]]:
     return field(
         list(METHODS),
-        "Flow estimator. dis_medium: accurate, no weights, ~100 pairs/s at 320x512 on 2 CPU cores. dis_fast/"
-        "dis_ultrafast: faster, less exact. farneback: classic OpenCV. raft_small/raft_large: torchvision RAFT, "
-        "needs its .pth in models/optical_flow/ (never downloaded), slow without a GPU.",
+        "Flow estimator. dis_medium: accurate, no weights, ~90 pairs/s per CPU core at 320x512 when the "
+        "background is still (~45 when the whole frame moves). dis_fast/dis_ultrafast: faster, less exact. "
+        "farneback: classic OpenCV. raft_small/raft_large: torchvision RAFT, needs its .pth in "
+        "models/optical_flow/ (never downloaded), slow without a GPU.",
         default=DEFAULT_METHOD,
     )
 
@@ -66,7 +67,9 @@ def _edges_field() -> tuple[Any, dict[str, Any]]:
 class OpticalFlow:
     DESCRIPTION = (
         "Optical flow between consecutive frames of a clip. Outputs OPTICAL_FLOW [N-1,H,W,2] in pixels "
-        "(as comfyui_controlnet_aux) and a colour view: hue = direction, brightness = speed."
+        "(as comfyui_controlnet_aux) and a colour view: hue = direction, brightness = speed. The OpenCV methods "
+        "compute each pair's flow only in the box where its frames differ (plus a margin): zero where the picture "
+        "is still."
     )
     CATEGORY = CATEGORY
     FUNCTION = "run"

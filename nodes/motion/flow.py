@@ -1,10 +1,11 @@
 """Optical flow between consecutive frames: OpenCV DIS (default), Farneback, torchvision RAFT.
 
 Why DIS by default: it needs no weights, no torch and no GPU, and its MEDIUM preset recovers a known
-sprite speed within a few percent for 10-18 ms of CPU per frame pair at 320x512; pairs run side by
-side on the cores (see docs/motion.md).  RAFT is more accurate on real footage but costs seconds per pair on a CPU, so it is
-optional and only ever loaded from weights the user placed in ``models/optical_flow/``: this module
-never downloads.
+sprite speed within a few percent for 10-18 ms of CPU per full 320x512 frame pair.  A sprite clip's
+background is still, so each pair's flow is computed only in the box where the two frames differ
+(plus a margin), a few times less work; pairs run side by side on the cores (see docs/motion.md).
+RAFT is more accurate on real footage but costs seconds per pair on a CPU, so it is optional and only
+ever loaded from weights the user placed in ``models/optical_flow/``: this module never downloads.
 
 Flow is returned like comfyui_controlnet_aux's ``OPTICAL_FLOW``: a float32 torch tensor
 ``[N-1,H,W,2]`` in pixels of the input frames, channel 0 = x (right), channel 1 = y (down); pair ``i``
@@ -13,6 +14,7 @@ maps frame ``i`` to frame ``i+1``.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Sequence
@@ -23,6 +25,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from ...core.buffers import zeroed
 from ...core.errors import InputError, ModelFileError
 from ...core.progress import ProgressFn, no_progress
 from ...core.threads import run_chunks
@@ -39,11 +42,18 @@ RAFT_FILES = {
     "raft_large": "raft_large_C_T_SKHT_V2-ff5fadd5.pth",
 }
 RAFT_MIN_SIDE = 128
+# OpenCV's DIS refuses frames whose width and height are both below this.
+DIS_MIN_SIDE = 12
 METHODS = ("dis_medium", "dis_fast", "dis_ultrafast", "farneback", "raft_small", "raft_large")
 ALIASES = {"dis": "dis_medium"}
 DEFAULT_METHOD = "dis_medium"
 # OpenCV's reference Farneback settings (pyramid 0.5, 3 levels, window 15, 3 iterations, poly 5 / 1.2).
 FARNEBACK_ARGS = (0.5, 3, 15, 3, 5, 1.2, 0)
+# Grey-level changes up to this are not motion (8-bit rounding, the last bit of dithering); see moving_box.
+STILL_TOLERANCE = 2
+# moving_box's margin as a fraction of the frame's geometric mean side, and its least value in px.
+MARGIN_FRACTION = 0.12
+MIN_MARGIN = 16
 
 
 def resolve_method(method: str) -> str:
@@ -65,27 +75,99 @@ def grey_frames(clip: np.ndarray) -> list[np.ndarray]:
     return grey
 
 
-def _opencv_pairs(grey: list[np.ndarray], method: str, progress: ProgressFn, batch: int) -> np.ndarray:
+def moving_box(
+    first: np.ndarray, second: np.ndarray, tolerance: int, margin: int, align: int = 1
+) -> tuple[slice, slice] | None:
+    """Rows and columns of the box around every pixel that changes by more than ``tolerance`` grey
+    levels between two 8-bit frames, widened by ``margin`` px and then outwards to multiples of
+    ``align`` (clamped to the frame); None when nothing changes.
+
+    Why: outside that box the two frames are the same picture, so the true flow there is zero, and a
+    sprite clip's background is still while the character moves.  The margin keeps the context DIS
+    uses around the moving content (its patches and smoothing reach far over a flat background) and
+    the few pixels its flow bleeds into the background; the alignment (:func:`box_alignment`) puts its
+    pyramid and patch grid where they lie on the whole frame.  docs/motion.md measures the result
+    against full-frame flow.
+    """
+    changed = cv2.compare(cv2.absdiff(first, second), tolerance, cv2.CMP_GT)
+    x, y, w, h = cv2.boundingRect(changed)
+    if w == 0:
+        return None
+    height, width = first.shape
+
+    def span(start: int, stop: int, size: int) -> slice:
+        low = max(0, start - margin) // align * align
+        high = min(size, -(-(stop + margin) // align) * align)
+        return slice(low, high)
+
+    return span(y, y + h, height), span(x, x + w, width)
+
+
+def dis_coarsest_scale(height: int, width: int, patch: int = 8) -> int:
+    """The coarsest pyramid level OpenCV's DIS picks by itself for a whole ``height`` x ``width`` frame
+    (its own rule; a level set with ``setCoarsestScale`` only ever lowers it, so a box too small for
+    this level gets fewer levels, as a small frame does)."""
+    largest = int(math.log2(max(height, width) / (4.0 * patch)) + 0.5)
+    return max(0, min(largest, int(math.log2(min(height, width) / patch))))
+
+
+def box_alignment(method: str, coarsest: int) -> int:
+    """Box corners snap to multiples of this (48 px for DIS medium at 320x512), so that every pyramid
+    level of the box is a window of the whole frame's pyramid and DIS's patch grid (a patch every
+    ``stride`` px from the corner, at each level) falls where it falls on the whole frame.  Without it
+    the real-sprite scopes moved up to 10% beyond DIS's own spread, with it 3.5% (docs/motion.md)."""
+    if method.startswith("dis_"):
+        stride = cv2.DISOpticalFlow_create(DIS_PRESETS[method[4:]]).getPatchStride()
+        return stride * 2**coarsest
+    return 2 ** FARNEBACK_ARGS[1]
+
+
+def box_margin(height: int, width: int) -> int:
+    """:func:`moving_box`'s margin for a frame size: :data:`MARGIN_FRACTION` of the frame's geometric
+    mean side (49 px at 320x512), at least :data:`MIN_MARGIN`."""
+    return max(MIN_MARGIN, round(MARGIN_FRACTION * math.sqrt(height * width)))
+
+
+def _opencv_pairs(
+    grey: list[np.ndarray], method: str, progress: ProgressFn, batch: int, still_tolerance: int | None
+) -> np.ndarray:
     """Flow of every pair, pairs side by side on threads; each thread keeps one DIS object.
 
-    One pair per task keeps both cores busy to the end of the clip; progress still follows every
-    ``batch`` pairs.  DIS gives the same flow whatever the number of threads (its patch search
-    uses fixed stripes), so running pairs side by side changes nothing but the speed.
+    With ``still_tolerance`` (grey levels) a pair's flow is computed inside its :func:`moving_box`
+    only and is zero outside it; None computes it over the whole frame.  One pair per task keeps
+    both cores busy to the end of the clip; progress still follows every ``batch`` pairs.  DIS gives
+    the same flow whatever the number of threads (its patch search uses fixed stripes), so running
+    pairs side by side changes nothing but the speed.
     """
     pairs = len(grey) - 1
     height, width = grey[0].shape
-    out = np.empty((pairs, height, width, 2), np.float32)
+    if method.startswith("dis_") and max(height, width) < DIS_MIN_SIDE:
+        raise InputError(
+            f"DIS optical flow needs frames at least {DIS_MIN_SIDE} px wide or high; these are {height}x{width}. "
+            "Upscale the clip first or choose the farneback method."
+        )
+    out = zeroed((pairs, height, width, 2), np.float32)
+    margin = box_margin(height, width)
+    align = box_alignment(method, dis_coarsest_scale(height, width))
     local = threading.local()
 
-    def work(start: int, stop: int) -> None:
+    def flow(first: np.ndarray, second: np.ndarray) -> np.ndarray:
         if method.startswith("dis_"):
             if not hasattr(local, "dis"):
                 local.dis = cv2.DISOpticalFlow_create(DIS_PRESETS[method[4:]])
-            for i in range(start, stop):
-                out[i] = local.dis.calc(grey[i], grey[i + 1], None)
-        else:
-            for i in range(start, stop):
-                out[i] = cv2.calcOpticalFlowFarneback(grey[i], grey[i + 1], None, *FARNEBACK_ARGS)
+            return local.dis.calc(first, second, None)
+        return cv2.calcOpticalFlowFarneback(first, second, None, *FARNEBACK_ARGS)
+
+    def work(start: int, stop: int) -> None:
+        for i in range(start, stop):
+            if still_tolerance is None:
+                out[i] = flow(grey[i], grey[i + 1])
+                continue
+            box = moving_box(grey[i], grey[i + 1], still_tolerance, margin, align)
+            if box is not None:
+                rows, cols = box
+                first = np.ascontiguousarray(grey[i][rows, cols])
+                out[i, rows, cols] = flow(first, np.ascontiguousarray(grey[i + 1][rows, cols]))
 
     run_chunks(work, pairs, 1, progress, every=batch)
     return out
@@ -195,11 +277,14 @@ def _raft_pairs(
 
 @dataclass(frozen=True)
 class FlowSettings:
-    """Knobs that only some methods use (RAFT batch size, iterations and device)."""
+    """Knobs that only some methods use (RAFT batch size, iterations and device; for the OpenCV
+    methods the grey-level change below which a pixel counts as still, None = flow over the whole
+    frame, see :func:`moving_box`)."""
 
     batch_size: int = 8
     raft_updates: int = 12
     device: Any = "cpu"
+    still_tolerance: int | None = STILL_TOLERANCE
 
 
 def estimate_flow(
@@ -239,7 +324,8 @@ def flow_of_clip(
         if raft_model is None:
             raise InputError(f"{name} needs a loaded RAFT model; load it with load_raft() or pick a DIS method.")
         return _raft_pairs(clip, raft_model, opts.device, opts.batch_size, opts.raft_updates, report)
-    return _opencv_pairs(grey_frames(clip) if grey is None else grey, name, report, opts.batch_size)
+    grey = grey_frames(clip) if grey is None else grey
+    return _opencv_pairs(grey, name, report, opts.batch_size, opts.still_tolerance)
 
 
 def flow_to_hsv_image(flow: Any, max_magnitude: float = 0.0) -> Any:

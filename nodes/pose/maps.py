@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...core.buffers import zeroed
 from ...core.progress import ProgressFn, no_progress
 from ...core.threads import run_chunks
 from .camera import Camera
@@ -68,7 +69,9 @@ def render_pose_maps(
     Every frame's drawing calls are planned at once (:func:`plan_openpose`), then frames are drawn
     on a few threads straight into the zeroed output.  ``as_float`` draws the float colours
     themselves (``c / 255`` as float32), so the float maps equal the uint8 ones divided by 255
-    without a conversion pass over the batch (what an IMAGE tensor needs).
+    without a conversion pass over the batch (what an IMAGE tensor needs).  The output is
+    :func:`~core.buffers.zeroed`: a batch of float maps is large enough for numpy's huge-page
+    advice to cost more in the kernel than the drawing itself.
     """
     count = projected.xy.shape[0]
     shade = depth_shade(projected.depth, projected.visible) if depth_shading else None
@@ -82,7 +85,7 @@ def render_pose_maps(
         projected.hands_xy,
         projected.hands_visible,
     )
-    out = np.zeros((count, height, width, 3), dtype=np.float32 if as_float else np.uint8)
+    out = zeroed((count, height, width, 3), np.float32 if as_float else np.uint8)
 
     def draw(start: int, stop: int) -> None:
         for f in range(start, stop):
