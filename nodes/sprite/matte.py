@@ -36,8 +36,10 @@ copy from the GPU costs less than that.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 
 import cv2
 import numpy as np
@@ -47,6 +49,7 @@ from ...core.frames import check_alpha
 from ...core.progress import ProgressFn, no_progress
 from .edges import edge_cut, edge_level, lab_gradient
 from .pockets import drawn_pockets
+from .regions import border_connected, sprite_box
 
 # Largest colour change (ΔE across the frame) of a background we still call "solid": a gentle
 # gradient or vignette, not a scene or a sky.
@@ -122,16 +125,14 @@ def border_mask(h: int, w: int, border: int) -> np.ndarray:
     return band
 
 
-def clip_lab(frames: np.ndarray) -> np.ndarray:
-    """CIE Lab of every frame, box-filtered 3x3.
+def frame_lab(frame: np.ndarray) -> np.ndarray:
+    """CIE Lab of one frame ``[H,W,3]``, box-filtered 3x3.
 
     Averaging nine pixels cuts per-pixel noise by 3x, so the tolerance can be tight and pockets of
-    noisy background stay connected.  One colour conversion for the whole clip (frames stacked).
+    noisy background stay connected.  Converted frame by frame: OpenCV converts an ``[H,W,3]`` image
+    several times faster than the same pixels stacked as one ``[N,1,3]`` column, with identical values.
     """
-    lab = to_lab(frames)
-    for i in range(len(lab)):
-        lab[i] = cv2.blur(lab[i], (3, 3))
-    return lab
+    return cv2.blur(cv2.cvtColor(frame, cv2.COLOR_RGB2Lab), (3, 3))
 
 
 @dataclass(frozen=True)
@@ -154,12 +155,36 @@ class Surface:
 
     def render(self, coef: np.ndarray) -> np.ndarray:
         """``[h,w,C]`` values of the surface ``coef [6,C]`` (bilinear between grid nodes)."""
+        return cv2.resize(self.grid() @ coef, (self.w, self.h), interpolation=cv2.INTER_LINEAR).reshape(
+            self.h, self.w, -1
+        )
+
+    @lru_cache(maxsize=8)  # noqa: B019 - a handful of frame sizes per session; Surface is a frozen value
+    def grid(self) -> np.ndarray:
+        """``[gh,gw,6]`` basis at the nodes :meth:`render` evaluates, where cv2.resize samples them:
+        ``(i + 0.5) * scale - 0.5``."""
         gh, gw = -(-self.h // self.STEP), -(-self.w // self.STEP)
-        # Node centres where cv2.resize samples them: (i + 0.5) * scale - 0.5.
         ys = (np.arange(gh, dtype=np.float32) + 0.5) * (self.h / gh) - 0.5
         xs = (np.arange(gw, dtype=np.float32) + 0.5) * (self.w / gw) - 0.5
-        grid = self.basis(*np.meshgrid(ys, xs, indexing="ij")) @ coef
-        return cv2.resize(grid, (self.w, self.h), interpolation=cv2.INTER_LINEAR).reshape(self.h, self.w, -1)
+        return frozen(self.basis(*np.meshgrid(ys, xs, indexing="ij")))
+
+    @lru_cache(maxsize=8)  # noqa: B019
+    def coarse(self, step: int = 6) -> np.ndarray:
+        """``[gh,gw,6]`` basis at every ``step``-th pixel in x and y (``frame[::step, ::step]``)."""
+        return frozen(self.basis(*np.mgrid[0 : self.h : step, 0 : self.w : step]))
+
+    @lru_cache(maxsize=8)  # noqa: B019
+    def border(self, border: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ys, xs, basis [N,6])`` of every other pixel (a checkerboard) of the ``border``-wide band."""
+        h, w = self.h, self.w
+        ys, xs = np.nonzero(border_mask(h, w, border) & ((np.add.outer(np.arange(h), np.arange(w)) % 2) == 0))
+        return frozen(ys), frozen(xs), frozen(self.basis(ys, xs))
+
+
+def frozen(array: np.ndarray) -> np.ndarray:
+    """``array`` made read-only: cached arrays are shared by every call and every thread."""
+    array.setflags(write=False)
+    return array
 
 
 def solve(basis: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -219,15 +244,63 @@ def remove_background(
     report = progress or no_progress
     t, h, w = frames.shape[:3]
     surface = Surface(h, w)
-    lab = clip_lab(frames)
-    coefs, tol, resid = fit_backgrounds(lab, surface, border, low)
+    lab = np.empty_like(frames)
+    grads = np.empty((t, h, w), np.float32)
+    with ThreadPoolExecutor(WORKERS) as pool:  # OpenCV and numpy release the GIL
+
+        def colour(i: int) -> None:
+            lab[i] = frame_lab(frames[i])
+            grads[i] = lab_gradient(lab[i])
+
+        list(pool.map(colour, range(t)))
+        coefs, tol, resid = fit_backgrounds(lab, surface, border, low, pool.map)
+        background = describe(surface, coefs, tol, resid, high, min_solid_fraction)
+        level = edge_level(grads, border_mask(h, w, border))
+        found = list(
+            pool.map(lambda i: find_pockets(lab[i], grads[i], surface, coefs[i], tol, min_hole, level), range(t))
+        )
+        drawn = drawn_pockets(lab, [~f[2] for f in found], [f[3] for f in found])
+        rgb = np.empty_like(frames)
+        alpha = np.empty((t, h, w), np.float32)
+        speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
+
+        def matte(i: int) -> None:
+            model, dist, bg, labels, seen = found[i]
+            bg |= (labels > 0) & ~drawn[i]  # pockets that are no drawn part: background seen through
+            rgb[i], alpha[i] = matte_frame(frames[i], dist, model, bg, tol, speck, seen & ~bg)
+
+        jobs = [pool.submit(matte, i) for i in range(t)]
+        try:
+            for i, job in enumerate(jobs):
+                job.result()
+                report(i + 1, t)
+        finally:
+            for job in jobs:
+                job.cancel()
+        ys, xs = steady_edges(alpha, lab, tol)
+
+        def despill(i: int) -> None:  # the despilled colour follows the steadied alpha
+            soft = (alpha[i, ys, xs] > 0) & (alpha[i, ys, xs] < 1)
+            py, px = ys[soft], xs[soft]
+            if len(py):
+                behind = from_lab(surface.basis(py, px) @ coefs[i])
+                rgb[i, py, px] = despilled(frames[i, py, px], behind, alpha[i, py, px])
+
+        list(pool.map(despill, range(t)))
+    return rgb, alpha, background
+
+
+def describe(
+    surface: Surface, coefs: list, tol: float, resid: np.ndarray, high: float, min_solid_fraction: float
+) -> Background:
+    """The clip's :class:`Background` from its fitted surfaces, or NotSolidError (with the numbers and what to do)."""
+    h, w = surface.h, surface.w
     fraction = float(np.mean(resid <= tol))
     corners = surface.basis(np.array([0, 0, h - 1, h - 1, h // 2]), np.array([0, w - 1, 0, w - 1, w // 2]))
     gradient = max(float(np.ptp(distance(corners @ c, corners[-1] @ c))) for c in coefs)
     key_lab = np.mean([corners[-1] @ c for c in coefs], axis=0).astype(np.float32)
     key = from_lab(key_lab)
     solid = fraction >= min_solid_fraction and tol <= high and gradient <= MAX_GRADIENT
-    background = Background(np.clip(key, 0, 1).astype(np.float32), fraction, solid, tol, gradient)
     if not solid:
         raise NotSolidError(
             f"The background is not a solid colour: {100 * fraction:.0f}% of the border pixels match a smooth "
@@ -236,59 +309,40 @@ def remove_background(
             f"{MAX_GRADIENT:g}). Regenerate on a plain background ('solid color background' in the prompt), "
             "raise 'high' for a noisy key, or connect a MASK from a segmentation node instead."
         )
-    rgb = np.empty_like(frames)
-    alpha = np.empty((t, h, w), np.float32)
-    speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
-    with ThreadPoolExecutor(WORKERS) as pool:  # OpenCV and numpy release the GIL
-        grads = list(pool.map(lab_gradient, lab))
-        level = edge_level(grads, border_mask(h, w, border))
-        found = list(
-            pool.map(lambda i: find_pockets(lab[i], grads[i], surface, coefs[i], tol, min_hole, level), range(t))
-        )
-        drawn = drawn_pockets(lab, [~f[2] for f in found], [f[3] for f in found])
-        jobs = []
-        for i, (model, dist, bg, labels, seen) in enumerate(found):
-            bg |= (labels > 0) & ~drawn[i]  # pockets that are no drawn part: background seen through
-            jobs.append(pool.submit(matte_frame, frames[i], dist, model, bg, tol, speck, seen & ~bg))
-        try:
-            for i, job in enumerate(jobs):
-                rgb[i], alpha[i] = job.result()
-                report(i + 1, t)
-        finally:
-            for job in jobs:
-                job.cancel()
-    ys, xs = steady_edges(alpha, lab, tol)
-    for i in range(t):  # the despilled colour follows the steadied alpha
-        soft = (alpha[i, ys, xs] > 0) & (alpha[i, ys, xs] < 1)
-        py, px = ys[soft], xs[soft]
-        if not len(py):
-            continue
-        behind = from_lab(surface.basis(py, px) @ coefs[i])
-        rgb[i, py, px] = despilled(frames[i, py, px], behind, alpha[i, py, px])
-    return rgb, alpha, background
+    return Background(np.clip(key, 0, 1).astype(np.float32), fraction, solid, tol, gradient)
 
 
-def fit_backgrounds(lab: np.ndarray, surface: Surface, border: int, low: float) -> tuple[list, float, np.ndarray]:
+def fit_backgrounds(
+    lab: np.ndarray, surface: Surface, border: int, low: float, map_: Callable = map
+) -> tuple[list, float, np.ndarray]:
     """``(surface coefficients per frame, tolerance, border residuals)`` of a clip's Lab frames.
 
     Pass 1 fits each frame's surface to the border band (every other pixel of it) and measures the
     tolerance from the residuals, pooled over the clip.  Pass 2 refits on everything pass 1 calls
     background (every 6th pixel in x and y: the surface is smooth), so a vignette's centre fits too.
+    Each pass runs frame by frame through ``map_`` (a thread pool's map).
     """
-    h, w = surface.h, surface.w
-    by, bx = np.nonzero(border_mask(h, w, border) & ((np.add.outer(np.arange(h), np.arange(w)) % 2) == 0))
-    edge = surface.basis(by, bx)
-    edge_px = lab[:, by, bx]
-    coefs = [fit_surface(edge, px, max(low, 1.0)) for px in edge_px]
-    tol = noise_tolerance(np.concatenate([distance(px, edge @ c) for px, c in zip(edge_px, coefs, strict=True)]), low)
-    coarse = surface.basis(*np.mgrid[0:h:6, 0:w:6])
-    for i, frame in enumerate(lab):
-        small = frame[::6, ::6]
-        sample = background_region(distance(small, coarse @ coefs[i]), tol)
+    by, bx, edge = surface.border(border)
+
+    def first(frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        px = frame[by, bx]
+        coef = fit_surface(edge, px, max(low, 1.0))
+        return coef, distance(px, edge @ coef)
+
+    fits = list(map_(first, lab))
+    tol = noise_tolerance(np.concatenate([resid for _, resid in fits]), low)
+    coarse = surface.coarse()
+
+    def second(i: int) -> tuple[np.ndarray, np.ndarray]:
+        small, coef = lab[i, ::6, ::6], fits[i][0]
+        sample = background_region(distance(small, coarse @ coef), tol)
         if sample.sum() > 64:
-            coefs[i] = fit_surface(coarse[sample], small[sample], tol)
-    resid = np.concatenate([distance(px, edge @ c) for px, c in zip(edge_px, coefs, strict=True)])
-    return coefs, noise_tolerance(resid, low), resid
+            coef = fit_surface(coarse[sample], small[sample], tol)
+        return coef, distance(lab[i, by, bx], edge @ coef)
+
+    fits = list(map_(second, range(len(lab))))
+    resid = np.concatenate([resid for _, resid in fits])
+    return [coef for coef, _ in fits], noise_tolerance(resid, low), resid
 
 
 def find_pockets(
@@ -368,12 +422,7 @@ def noise_tolerance(resid: np.ndarray, low: float) -> float:
 def background_region(dist: np.ndarray, tol: float) -> np.ndarray:
     """Background pixels of one frame from its distance map ``dist`` (ΔE to the background model):
     everything within ``tol`` that is connected to the frame border."""
-    n, labels = cv2.connectedComponents((dist <= tol).astype(np.uint8), connectivity=4)
-    keep = np.zeros(n, bool)
-    for edge in (labels[0], labels[-1], labels[:, 0], labels[:, -1]):
-        keep[edge] = True
-    keep[0] = False  # label 0 is the set farther than tol
-    return keep[labels]
+    return border_connected(dist <= tol)
 
 
 def pocket_labels(
@@ -412,12 +461,6 @@ def pocket_labels(
     ids = np.where(pocket, np.cumsum(pocket), 0).astype(np.int32)
     out[box] = ids[labels]
     return out
-
-
-def sprite_box(mask: np.ndarray) -> tuple[slice, slice] | None:
-    """The bounding box of ``mask`` as slices (None when empty): later steps work inside it."""
-    x, y, w, h = cv2.boundingRect(mask.astype(np.uint8))
-    return (slice(y, y + h), slice(x, x + w)) if w and h else None
 
 
 def remove_specks(
