@@ -259,7 +259,7 @@ def remove_background(
         found = list(
             pool.map(lambda i: find_pockets(lab[i], grads[i], surface, coefs[i], tol, min_hole, level), range(t))
         )
-        drawn = drawn_pockets(lab, [~f[2] for f in found], [f[3] for f in found])
+        drawn = drawn_pockets(lab, [~f[2] for f in found], [f[3] for f in found], map_=pool.map)
         rgb = np.empty_like(frames)
         alpha = np.empty((t, h, w), np.float32)
         speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
@@ -534,9 +534,9 @@ def unmix(
         inner = ((depth > rim / 2) & ~weak_c).astype(np.float32)
         fore, found = local_mean(crop, solid, window, ys, xs)
         near, near_found = local_mean(crop, inner, 2 * (rim // 2) + 3, ys, xs)
-        fore = np.where(
-            found[:, None], fore, np.where(near_found[:, None], near, strongest_neighbour(crop, ys, xs, key))
-        )
+        fore = np.where(found[:, None], fore, near)
+        thin = np.flatnonzero(~found & ~near_found)
+        fore[thin] = strongest_neighbour(crop, ys[thin], xs[thin], key[thin])
         norm2, proj, miss = mix_line(c, key, fore)
         to_key = distance(c, key)
         # A pixel the nearby opaque colour does not explain may lie on a thin part of another colour
