@@ -212,7 +212,8 @@ def fit_surface(basis: np.ndarray, values: np.ndarray, floor: float, rounds: int
     """
     keep = np.ones(len(values), bool)
     coef = np.zeros((basis.shape[1], values.shape[1]), np.float32)
-    coef[0] = np.median(values, axis=0)  # basis[:, 0] is the constant 1
+    if len(values) < basis.shape[1] * 4:
+        coef[0] = np.median(values, axis=0)  # basis[:, 0] is the constant 1
     for _ in range(rounds + 1):
         if keep.sum() < basis.shape[1] * 4:
             break
@@ -277,7 +278,7 @@ def remove_background(
         finally:
             for job in jobs:
                 job.cancel()
-        ys, xs = steady_edges(alpha, lab, tol)
+        ys, xs = steady_edges(alpha, lab, tol, map_=pool.map)
 
         def despill(i: int) -> None:  # the despilled colour follows the steadied alpha
             soft = (alpha[i, ys, xs] > 0) & (alpha[i, ys, xs] < 1)
@@ -378,7 +379,9 @@ def matte_frame(
     return rgb, alpha
 
 
-def steady_edges(alpha: np.ndarray, lab: np.ndarray, tol: float, reach: int = 8) -> tuple[np.ndarray, np.ndarray]:
+def steady_edges(
+    alpha: np.ndarray, lab: np.ndarray, tol: float, reach: int = 8, map_: Callable = map
+) -> tuple[np.ndarray, np.ndarray]:
     """Average, in place, each soft pixel's alpha over the frames in which it has the same colour;
     return the coordinates ``(ys, xs)`` of the pixels it touched.
 
@@ -388,21 +391,29 @@ def steady_edges(alpha: np.ndarray, lab: np.ndarray, tol: float, reach: int = 8)
     blurred Lab colour at that pixel is within ``tol/2`` of its own, so a moving edge, whose colour
     changes, keeps its own alpha (with the full ``tol`` a light sprite sliding 1 px per frame on a
     light key borrowed enough to blur its edge).  Only pixels that are semi-transparent in some
-    frame are touched.
+    frame are touched.  Frames, then groups of pixels, go through ``map_`` (a thread pool's map).
     """
     t = len(alpha)
-    ys, xs = np.nonzero(((alpha > 0) & (alpha < 1)).any(axis=0))
+    soft = np.zeros(alpha.shape[1:], bool)
+    for frame in map_(lambda a: (a > 0) & (a < 1), alpha):
+        soft |= frame
+    ys, xs = np.nonzero(soft)
     if t < 2 or not len(ys):
         return ys, xs
-    colour, own = lab[:, ys, xs], alpha[:, ys, xs]  # [T,N,3], [T,N]
-    total, count = own.copy(), np.ones_like(own)
-    for k in range(1, min(reach, t - 1) + 1):
-        same = (distance(colour[:-k], colour[k:]) <= 0.5 * tol).astype(np.float32)  # frame i vs frame i + k
-        total[:-k] += same * own[k:]
-        total[k:] += same * own[:-k]
-        count[:-k] += same
-        count[k:] += same
-    alpha[:, ys, xs] = total / count
+
+    def steady(part: np.ndarray) -> None:
+        py, px = ys[part], xs[part]
+        colour, own = lab[:, py, px], alpha[:, py, px]  # [T,N,3], [T,N]
+        total, count = own.copy(), np.ones_like(own)
+        for k in range(1, min(reach, t - 1) + 1):
+            same = (distance(colour[:-k], colour[k:]) <= 0.5 * tol).astype(np.float32)  # frame i vs frame i + k
+            total[:-k] += same * own[k:]
+            total[k:] += same * own[:-k]
+            count[:-k] += same
+            count[k:] += same
+        alpha[:, py, px] = total / count
+
+    list(map_(steady, np.array_split(np.arange(len(ys)), 4)))
     return ys, xs
 
 
@@ -455,12 +466,26 @@ def pocket_labels(
     off = lab[box][loose] - model[box][loose]
     mean = np.stack([np.bincount(flat, weights=off[:, c], minlength=n) for c in range(3)], -1)
     pocket = (area >= min_hole) & (np.linalg.norm(mean / area[:, None], axis=-1) <= 1.5 * tol)
-    if calm is not None and float(np.linalg.norm(model[box][..., 1:].mean(axis=(0, 1)))) < GREY_CHROMA:
+    if calm is not None and grey_key(model[box]):
         pocket &= pocket_inside(loose, labels, n, calm[box]) >= CORE * area
     pocket[0] = False
     ids = np.where(pocket, np.cumsum(pocket), 0).astype(np.int32)
     out[box] = ids[labels]
     return out
+
+
+def grey_key(model: np.ndarray) -> bool:
+    """Whether the mean chroma of a crop of the Lab background ``model`` is below GREY_CHROMA.
+
+    Taken from OpenCV's mean (summed in float64), several times faster than numpy's mean over two axes
+    of a 3-channel crop, which adds pixel by pixel in float32.  Within that float32 sum's error bound of
+    the threshold the two could disagree, and there numpy's mean decides, as it always did.
+    """
+    chroma = float(np.hypot(*cv2.mean(model)[1:3]))
+    bound = model.shape[0] * model.shape[1] * 2.0**-23 * sum(cv2.mean(np.abs(model))[1:3]) + 1e-4
+    if abs(chroma - GREY_CHROMA) > bound:
+        return chroma < GREY_CHROMA
+    return float(np.linalg.norm(model[..., 1:].mean(axis=(0, 1)))) < GREY_CHROMA
 
 
 def remove_specks(
