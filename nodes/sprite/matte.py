@@ -260,7 +260,8 @@ def remove_background(
         found = list(
             pool.map(lambda i: find_pockets(lab[i], grads[i], surface, coefs[i], tol, min_hole, level), range(t))
         )
-        drawn = drawn_pockets(lab, [~f[2] for f in found], [f[3] for f in found], map_=pool.map)
+        sprite = list(pool.map(lambda f: ~f[2], found))  # not connected to the border background
+        drawn = drawn_pockets(lab, sprite, [f[3] for f in found], map_=pool.map)
         rgb = np.empty_like(frames)
         alpha = np.empty((t, h, w), np.float32)
         speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
@@ -268,7 +269,7 @@ def remove_background(
         def matte(i: int) -> None:
             model, dist, bg, labels, seen = found[i]
             bg |= (labels > 0) & ~drawn[i]  # pockets that are no drawn part: background seen through
-            rgb[i], alpha[i] = matte_frame(frames[i], dist, model, bg, tol, speck, seen & ~bg)
+            matte_frame(frames[i], dist, model, bg, tol, speck, seen & ~bg, out=(rgb[i], alpha[i]))
 
         jobs = [pool.submit(matte, i) for i in range(t)]
         try:
@@ -368,11 +369,13 @@ def matte_frame(
     tol: float,
     speck: int,
     seen: np.ndarray | None = None,
+    out: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(rgb, alpha)`` of one frame given its distance map, background ``model`` and background region ``bg``
-    (``seen``: near-key parts behind an edge, opaque inside the rim though their colour is the key's)."""
+    (``seen``: near-key parts behind an edge, opaque inside the rim though their colour is the key's), written
+    into ``out`` when given (a frame of the clip's arrays)."""
     fg = remove_specks(~bg, speck, dist >= WEAK * tol)
-    rgb, alpha = unmix(frame, fg, dist, tol, model, seen=seen)
+    rgb, alpha = unmix(frame, fg, dist, tol, model, seen=seen, out=out)
     if speck:  # unmixing can leave compression blocks next to the sprite more opaque than not
         opaque = alpha >= 0.5
         alpha[opaque & ~remove_specks(opaque, speck)] = 0.0
@@ -523,8 +526,10 @@ def unmix(
     model: np.ndarray,
     rim: int = 4,
     seen: np.ndarray | None = None,
+    out: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Alpha and despilled colour of one frame given its foreground region and Lab background ``model``.
+    """Despilled colour and alpha ``(rgb, alpha)`` of one frame given its foreground region and Lab background
+    ``model``, written into ``out`` when given.
 
     Opaque: foreground deeper than ``rim`` px whose colour is clearly not the key.  Unmixed: the
     rim (soft, anti-aliased or upscaled edges) and weak pixels (within ``WEAK·tol`` of the key:
@@ -536,8 +541,11 @@ def unmix(
     filter reach.
     """
     h, w = fg.shape
-    alpha = np.zeros((h, w), np.float32)
-    rgb = frame.copy()
+    if out is None:
+        rgb, alpha = frame.copy(), np.zeros((h, w), np.float32)
+    else:
+        rgb, alpha = out
+        rgb[...], alpha[...] = frame, 0.0
     x, y, bw, bh = cv2.boundingRect(fg.astype(np.uint8))
     if bw == 0 or bh == 0:
         return rgb, alpha

@@ -55,9 +55,12 @@ def drawn_pockets(
     if t < MIN_FRAMES:
         return [np.zeros(p.shape, bool) for p in pockets]
     h, w = pockets[0].shape
-    centres = list(map_(centroid, sprite))
-    areas = list(map_(label_areas, pockets))
-    frames_boxes = [np.array(boxes(p, len(a)), np.float32).reshape(-1, 4) for p, a in zip(pockets, areas, strict=True)]
+
+    def measure(i: int) -> tuple[tuple[float, float] | None, np.ndarray, np.ndarray]:
+        areas = label_areas(pockets[i])
+        return centroid(sprite[i]), areas, np.array(boxes(pockets[i], len(areas)), np.float32).reshape(-1, 4)
+
+    centres, areas, frames_boxes = (list(v) for v in zip(*map_(measure, range(t)), strict=True))
 
     def frame(i: int) -> np.ndarray:
         kept = np.zeros((h, w), bool)
