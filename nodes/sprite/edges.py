@@ -18,14 +18,15 @@ EDGE = 2.0
 MIN_EDGE = 1.5
 
 
-def lab_gradient(lab: np.ndarray) -> np.ndarray:
-    """ΔE per px of a Lab frame ``[H,W,3]`` (Sobel on each channel, combined as a Euclidean norm)."""
+def lab_gradient(lab: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """ΔE per px of a Lab frame ``[H,W,3]`` (Sobel on each channel, combined as a Euclidean norm), written into
+    ``out`` when given."""
     gx = cv2.Sobel(lab, cv2.CV_32F, 1, 0, ksize=3, scale=0.125)
     gy = cv2.Sobel(lab, cv2.CV_32F, 0, 1, ksize=3, scale=0.125)
     gx *= gx
     gy *= gy
     gx += gy
-    return np.sqrt(gx[..., 0] + gx[..., 1] + gx[..., 2])
+    return np.sqrt(gx[..., 0] + gx[..., 1] + gx[..., 2], out=out)
 
 
 def edge_level(grads: list[np.ndarray], band: np.ndarray) -> float:

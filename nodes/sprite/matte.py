@@ -125,14 +125,15 @@ def border_mask(h: int, w: int, border: int) -> np.ndarray:
     return band
 
 
-def frame_lab(frame: np.ndarray) -> np.ndarray:
+def frame_lab(frame: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """CIE Lab of one frame ``[H,W,3]``, box-filtered 3x3.
 
     Averaging nine pixels cuts per-pixel noise by 3x, so the tolerance can be tight and pockets of
     noisy background stay connected.  Converted frame by frame: OpenCV converts an ``[H,W,3]`` image
     several times faster than the same pixels stacked as one ``[N,1,3]`` column, with identical values.
+    Written into ``out`` when given (a frame of the clip's array).
     """
-    return cv2.blur(cv2.cvtColor(frame, cv2.COLOR_RGB2Lab), (3, 3))
+    return cv2.blur(cv2.cvtColor(frame, cv2.COLOR_RGB2Lab), (3, 3), dst=out)
 
 
 @dataclass(frozen=True)
@@ -250,8 +251,8 @@ def remove_background(
     with ThreadPoolExecutor(WORKERS) as pool:  # OpenCV and numpy release the GIL
 
         def colour(i: int) -> None:
-            lab[i] = frame_lab(frames[i])
-            grads[i] = lab_gradient(lab[i])
+            frame_lab(frames[i], out=lab[i])
+            lab_gradient(lab[i], out=grads[i])
 
         list(pool.map(colour, range(t)))
         coefs, tol, resid = fit_backgrounds(lab, surface, border, low, pool.map)
@@ -613,13 +614,14 @@ def pocket_inside(loose: np.ndarray, labels: np.ndarray, n: int, calm: np.ndarra
 def outline_peak(dist: np.ndarray, depth: np.ndarray, rim: int) -> np.ndarray:
     """Per rim pixel (``depth`` up to ``rim + 1`` px), the largest key distance ``dist`` on the way in from
     the background: ring by ring of ``depth``, a pixel's own or its outer 3x3 neighbours' peak."""
-    peak = np.where(depth > 0, dist, 0).astype(np.float32)
+    peak = np.where(depth > 0, dist, np.float32(0))
     ring = np.ceil(depth)
     kernel = np.ones((3, 3), np.uint8)
+    outer = np.where(ring == 1, peak, np.float32(0))  # the peaks of the rings done so far
     for r in range(2, rim + 2):
         inner = ring == r
-        grown = cv2.dilate(np.where((ring < r) & (ring > 0), peak, 0).astype(np.float32), kernel)
-        peak[inner] = np.maximum(peak[inner], grown[inner])
+        np.maximum(peak, cv2.dilate(outer, kernel), out=peak, where=inner)
+        np.copyto(outer, peak, where=inner)
     return peak
 
 
