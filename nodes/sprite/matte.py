@@ -218,7 +218,7 @@ def fit_surface(basis: np.ndarray, values: np.ndarray, floor: float, rounds: int
     for _ in range(rounds + 1):
         if keep.sum() < basis.shape[1] * 4:
             break
-        coef = solve(basis[keep], values[keep])
+        coef = solve(basis, values) if keep.all() else solve(basis[keep], values[keep])
         resid = distance(values, basis @ coef)
         keep = resid <= max(3.0 * float(np.median(resid)), floor)
     return coef
@@ -327,21 +327,21 @@ def fit_backgrounds(
     """
     by, bx, edge = surface.border(border)
 
-    def first(frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def first(frame: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         px = frame[by, bx]
         coef = fit_surface(edge, px, max(low, 1.0))
-        return coef, distance(px, edge @ coef)
+        return coef, distance(px, edge @ coef), px
 
-    fits = list(map_(first, lab))
-    tol = noise_tolerance(np.concatenate([resid for _, resid in fits]), low)
+    border_fits = list(map_(first, lab))
+    tol = noise_tolerance(np.concatenate([resid for _, resid, _ in border_fits]), low)
     coarse = surface.coarse()
 
     def second(i: int) -> tuple[np.ndarray, np.ndarray]:
-        small, coef = lab[i, ::6, ::6], fits[i][0]
+        small, coef = lab[i, ::6, ::6], border_fits[i][0]
         sample = background_region(distance(small, coarse @ coef), tol)
         if sample.sum() > 64:
             coef = fit_surface(coarse[sample], small[sample], tol)
-        return coef, distance(lab[i, by, bx], edge @ coef)
+        return coef, distance(border_fits[i][2], edge @ coef)
 
     fits = list(map_(second, range(len(lab))))
     resid = np.concatenate([resid for _, resid in fits])
