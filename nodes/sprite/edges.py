@@ -10,20 +10,23 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from .regions import around, border_connected
+
 # An edge is a gradient this many times the border's 99.5th percentile (the key's noise and vignette).
 EDGE = 2.0
 # Never count a gradient below this (ΔE per px) as an edge: a clean key has no noise to measure.
 MIN_EDGE = 1.5
 
 
-def lab_gradient(lab: np.ndarray) -> np.ndarray:
-    """ΔE per px of a Lab frame ``[H,W,3]`` (Sobel on each channel, combined as a Euclidean norm)."""
-    total = np.zeros(lab.shape[:2], np.float32)
-    for c in range(3):
-        gx = cv2.Sobel(lab[..., c], cv2.CV_32F, 1, 0, ksize=3, scale=0.125)
-        gy = cv2.Sobel(lab[..., c], cv2.CV_32F, 0, 1, ksize=3, scale=0.125)
-        total += gx * gx + gy * gy
-    return np.sqrt(total)
+def lab_gradient(lab: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """ΔE per px of a Lab frame ``[H,W,3]`` (Sobel on each channel, combined as a Euclidean norm), written into
+    ``out`` when given."""
+    gx = cv2.Sobel(lab, cv2.CV_32F, 1, 0, ksize=3, scale=0.125)
+    gy = cv2.Sobel(lab, cv2.CV_32F, 0, 1, ksize=3, scale=0.125)
+    gx *= gx
+    gy *= gy
+    gx += gy
+    return np.sqrt(gx[..., 0] + gx[..., 1] + gx[..., 2], out=out)
 
 
 def edge_level(grads: list[np.ndarray], band: np.ndarray) -> float:
@@ -51,21 +54,22 @@ def edge_cut(bg: np.ndarray, grad: np.ndarray, level: float, min_area: int) -> n
     to the nearer of the flood and such a part, so the key's halo around the outline stays background.
     """
     calm = bg & (grad < level)
-    n, labels = cv2.connectedComponents(calm.view(np.uint8), connectivity=4)
-    keep = np.zeros(n, bool)
-    for edge in (labels[0], labels[-1], labels[:, 0], labels[:, -1]):
-        keep[edge] = True
-    keep[0] = False
-    flood = keep[labels]
+    flood = border_connected(calm)
     cut = bg & ~flood
     if not cut.any():
         return cut
-    n, labels, stats, _ = cv2.connectedComponentsWithStats((cut & calm).view(np.uint8), connectivity=4)
+    # Everything outside the box around the restless pixels is flood, and so is the box's one-pixel frame:
+    # the parts, and each pixel's distances to them and to the flood, are those of the box alone.
+    box = around(~calm)
+    cut_b, calm_b, flood_b = cut[box], calm[box], flood[box]
+    n, labels, stats, _ = cv2.connectedComponentsWithStats((cut_b & calm_b).view(np.uint8), connectivity=4)
     big = stats[:, cv2.CC_STAT_AREA] >= min_area
     big[0] = False
     parts = big[labels]
+    out = np.zeros_like(cut)
     if not parts.any():
-        return np.zeros_like(cut)
-    to_flood = cv2.distanceTransform((~flood).view(np.uint8), cv2.DIST_L2, 3)
+        return out
+    to_flood = cv2.distanceTransform((~flood_b).view(np.uint8), cv2.DIST_L2, 3)
     to_parts = cv2.distanceTransform((~parts).view(np.uint8), cv2.DIST_L2, 3)
-    return parts | (cut & ~calm & (to_parts < to_flood))
+    out[box] = parts | (cut_b & ~calm_b & (to_parts < to_flood))
+    return out

@@ -36,8 +36,10 @@ copy from the GPU costs less than that.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 
 import cv2
 import numpy as np
@@ -47,6 +49,7 @@ from ...core.frames import check_alpha
 from ...core.progress import ProgressFn, no_progress
 from .edges import edge_cut, edge_level, lab_gradient
 from .pockets import drawn_pockets
+from .regions import border_connected, sprite_box
 
 # Largest colour change (ΔE across the frame) of a background we still call "solid": a gentle
 # gradient or vignette, not a scene or a sky.
@@ -122,16 +125,15 @@ def border_mask(h: int, w: int, border: int) -> np.ndarray:
     return band
 
 
-def clip_lab(frames: np.ndarray) -> np.ndarray:
-    """CIE Lab of every frame, box-filtered 3x3.
+def frame_lab(frame: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """CIE Lab of one frame ``[H,W,3]``, box-filtered 3x3.
 
     Averaging nine pixels cuts per-pixel noise by 3x, so the tolerance can be tight and pockets of
-    noisy background stay connected.  One colour conversion for the whole clip (frames stacked).
+    noisy background stay connected.  Converted frame by frame: OpenCV converts an ``[H,W,3]`` image
+    several times faster than the same pixels stacked as one ``[N,1,3]`` column, with identical values.
+    Written into ``out`` when given (a frame of the clip's array).
     """
-    lab = to_lab(frames)
-    for i in range(len(lab)):
-        lab[i] = cv2.blur(lab[i], (3, 3))
-    return lab
+    return cv2.blur(cv2.cvtColor(frame, cv2.COLOR_RGB2Lab), (3, 3), dst=out)
 
 
 @dataclass(frozen=True)
@@ -154,12 +156,36 @@ class Surface:
 
     def render(self, coef: np.ndarray) -> np.ndarray:
         """``[h,w,C]`` values of the surface ``coef [6,C]`` (bilinear between grid nodes)."""
+        return cv2.resize(self.grid() @ coef, (self.w, self.h), interpolation=cv2.INTER_LINEAR).reshape(
+            self.h, self.w, -1
+        )
+
+    @lru_cache(maxsize=8)  # noqa: B019 - a handful of frame sizes per session; Surface is a frozen value
+    def grid(self) -> np.ndarray:
+        """``[gh,gw,6]`` basis at the nodes :meth:`render` evaluates, where cv2.resize samples them:
+        ``(i + 0.5) * scale - 0.5``."""
         gh, gw = -(-self.h // self.STEP), -(-self.w // self.STEP)
-        # Node centres where cv2.resize samples them: (i + 0.5) * scale - 0.5.
         ys = (np.arange(gh, dtype=np.float32) + 0.5) * (self.h / gh) - 0.5
         xs = (np.arange(gw, dtype=np.float32) + 0.5) * (self.w / gw) - 0.5
-        grid = self.basis(*np.meshgrid(ys, xs, indexing="ij")) @ coef
-        return cv2.resize(grid, (self.w, self.h), interpolation=cv2.INTER_LINEAR).reshape(self.h, self.w, -1)
+        return frozen(self.basis(*np.meshgrid(ys, xs, indexing="ij")))
+
+    @lru_cache(maxsize=8)  # noqa: B019
+    def coarse(self, step: int = 6) -> np.ndarray:
+        """``[gh,gw,6]`` basis at every ``step``-th pixel in x and y (``frame[::step, ::step]``)."""
+        return frozen(self.basis(*np.mgrid[0 : self.h : step, 0 : self.w : step]))
+
+    @lru_cache(maxsize=8)  # noqa: B019
+    def border(self, border: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ys, xs, basis [N,6])`` of every other pixel (a checkerboard) of the ``border``-wide band."""
+        h, w = self.h, self.w
+        ys, xs = np.nonzero(border_mask(h, w, border) & ((np.add.outer(np.arange(h), np.arange(w)) % 2) == 0))
+        return frozen(ys), frozen(xs), frozen(self.basis(ys, xs))
+
+
+def frozen(array: np.ndarray) -> np.ndarray:
+    """``array`` made read-only: cached arrays are shared by every call and every thread."""
+    array.setflags(write=False)
+    return array
 
 
 def solve(basis: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -187,11 +213,12 @@ def fit_surface(basis: np.ndarray, values: np.ndarray, floor: float, rounds: int
     """
     keep = np.ones(len(values), bool)
     coef = np.zeros((basis.shape[1], values.shape[1]), np.float32)
-    coef[0] = np.median(values, axis=0)  # basis[:, 0] is the constant 1
+    if len(values) < basis.shape[1] * 4:
+        coef[0] = np.median(values, axis=0)  # basis[:, 0] is the constant 1
     for _ in range(rounds + 1):
         if keep.sum() < basis.shape[1] * 4:
             break
-        coef = solve(basis[keep], values[keep])
+        coef = solve(basis, values) if keep.all() else solve(basis[keep], values[keep])
         resid = distance(values, basis @ coef)
         keep = resid <= max(3.0 * float(np.median(resid)), floor)
     return coef
@@ -219,15 +246,64 @@ def remove_background(
     report = progress or no_progress
     t, h, w = frames.shape[:3]
     surface = Surface(h, w)
-    lab = clip_lab(frames)
-    coefs, tol, resid = fit_backgrounds(lab, surface, border, low)
+    lab = np.empty_like(frames)
+    grads = np.empty((t, h, w), np.float32)
+    with ThreadPoolExecutor(WORKERS) as pool:  # OpenCV and numpy release the GIL
+
+        def colour(i: int) -> None:
+            frame_lab(frames[i], out=lab[i])
+            lab_gradient(lab[i], out=grads[i])
+
+        list(pool.map(colour, range(t)))
+        coefs, tol, resid = fit_backgrounds(lab, surface, border, low, pool.map)
+        background = describe(surface, coefs, tol, resid, high, min_solid_fraction)
+        level = edge_level(grads, border_mask(h, w, border))
+        found = list(
+            pool.map(lambda i: find_pockets(lab[i], grads[i], surface, coefs[i], tol, min_hole, level), range(t))
+        )
+        sprite = list(pool.map(lambda f: ~f[2], found))  # not connected to the border background
+        drawn = drawn_pockets(lab, sprite, [f[3] for f in found], map_=pool.map)
+        rgb = np.empty_like(frames)
+        alpha = np.empty((t, h, w), np.float32)
+        speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
+
+        def matte(i: int) -> None:
+            model, dist, bg, labels, seen = found[i]
+            bg |= (labels > 0) & ~drawn[i]  # pockets that are no drawn part: background seen through
+            matte_frame(frames[i], dist, model, bg, tol, speck, seen & ~bg, out=(rgb[i], alpha[i]))
+
+        jobs = [pool.submit(matte, i) for i in range(t)]
+        try:
+            for i, job in enumerate(jobs):
+                job.result()
+                report(i + 1, t)
+        finally:
+            for job in jobs:
+                job.cancel()
+        ys, xs = steady_edges(alpha, lab, tol, map_=pool.map)
+
+        def despill(i: int) -> None:  # the despilled colour follows the steadied alpha
+            soft = (alpha[i, ys, xs] > 0) & (alpha[i, ys, xs] < 1)
+            py, px = ys[soft], xs[soft]
+            if len(py):
+                behind = from_lab(surface.basis(py, px) @ coefs[i])
+                rgb[i, py, px] = despilled(frames[i, py, px], behind, alpha[i, py, px])
+
+        list(pool.map(despill, range(t)))
+    return rgb, alpha, background
+
+
+def describe(
+    surface: Surface, coefs: list, tol: float, resid: np.ndarray, high: float, min_solid_fraction: float
+) -> Background:
+    """The clip's :class:`Background` from its fitted surfaces, or NotSolidError (with the numbers and what to do)."""
+    h, w = surface.h, surface.w
     fraction = float(np.mean(resid <= tol))
     corners = surface.basis(np.array([0, 0, h - 1, h - 1, h // 2]), np.array([0, w - 1, 0, w - 1, w // 2]))
     gradient = max(float(np.ptp(distance(corners @ c, corners[-1] @ c))) for c in coefs)
     key_lab = np.mean([corners[-1] @ c for c in coefs], axis=0).astype(np.float32)
     key = from_lab(key_lab)
     solid = fraction >= min_solid_fraction and tol <= high and gradient <= MAX_GRADIENT
-    background = Background(np.clip(key, 0, 1).astype(np.float32), fraction, solid, tol, gradient)
     if not solid:
         raise NotSolidError(
             f"The background is not a solid colour: {100 * fraction:.0f}% of the border pixels match a smooth "
@@ -236,59 +312,40 @@ def remove_background(
             f"{MAX_GRADIENT:g}). Regenerate on a plain background ('solid color background' in the prompt), "
             "raise 'high' for a noisy key, or connect a MASK from a segmentation node instead."
         )
-    rgb = np.empty_like(frames)
-    alpha = np.empty((t, h, w), np.float32)
-    speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
-    with ThreadPoolExecutor(WORKERS) as pool:  # OpenCV and numpy release the GIL
-        grads = list(pool.map(lab_gradient, lab))
-        level = edge_level(grads, border_mask(h, w, border))
-        found = list(
-            pool.map(lambda i: find_pockets(lab[i], grads[i], surface, coefs[i], tol, min_hole, level), range(t))
-        )
-        drawn = drawn_pockets(lab, [~f[2] for f in found], [f[3] for f in found])
-        jobs = []
-        for i, (model, dist, bg, labels, seen) in enumerate(found):
-            bg |= (labels > 0) & ~drawn[i]  # pockets that are no drawn part: background seen through
-            jobs.append(pool.submit(matte_frame, frames[i], dist, model, bg, tol, speck, seen & ~bg))
-        try:
-            for i, job in enumerate(jobs):
-                rgb[i], alpha[i] = job.result()
-                report(i + 1, t)
-        finally:
-            for job in jobs:
-                job.cancel()
-    ys, xs = steady_edges(alpha, lab, tol)
-    for i in range(t):  # the despilled colour follows the steadied alpha
-        soft = (alpha[i, ys, xs] > 0) & (alpha[i, ys, xs] < 1)
-        py, px = ys[soft], xs[soft]
-        if not len(py):
-            continue
-        behind = from_lab(surface.basis(py, px) @ coefs[i])
-        rgb[i, py, px] = despilled(frames[i, py, px], behind, alpha[i, py, px])
-    return rgb, alpha, background
+    return Background(np.clip(key, 0, 1).astype(np.float32), fraction, solid, tol, gradient)
 
 
-def fit_backgrounds(lab: np.ndarray, surface: Surface, border: int, low: float) -> tuple[list, float, np.ndarray]:
+def fit_backgrounds(
+    lab: np.ndarray, surface: Surface, border: int, low: float, map_: Callable = map
+) -> tuple[list, float, np.ndarray]:
     """``(surface coefficients per frame, tolerance, border residuals)`` of a clip's Lab frames.
 
     Pass 1 fits each frame's surface to the border band (every other pixel of it) and measures the
     tolerance from the residuals, pooled over the clip.  Pass 2 refits on everything pass 1 calls
     background (every 6th pixel in x and y: the surface is smooth), so a vignette's centre fits too.
+    Each pass runs frame by frame through ``map_`` (a thread pool's map).
     """
-    h, w = surface.h, surface.w
-    by, bx = np.nonzero(border_mask(h, w, border) & ((np.add.outer(np.arange(h), np.arange(w)) % 2) == 0))
-    edge = surface.basis(by, bx)
-    edge_px = lab[:, by, bx]
-    coefs = [fit_surface(edge, px, max(low, 1.0)) for px in edge_px]
-    tol = noise_tolerance(np.concatenate([distance(px, edge @ c) for px, c in zip(edge_px, coefs, strict=True)]), low)
-    coarse = surface.basis(*np.mgrid[0:h:6, 0:w:6])
-    for i, frame in enumerate(lab):
-        small = frame[::6, ::6]
-        sample = background_region(distance(small, coarse @ coefs[i]), tol)
+    by, bx, edge = surface.border(border)
+
+    def first(frame: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        px = frame[by, bx]
+        coef = fit_surface(edge, px, max(low, 1.0))
+        return coef, distance(px, edge @ coef), px
+
+    border_fits = list(map_(first, lab))
+    tol = noise_tolerance(np.concatenate([resid for _, resid, _ in border_fits]), low)
+    coarse = surface.coarse()
+
+    def second(i: int) -> tuple[np.ndarray, np.ndarray]:
+        small, coef = lab[i, ::6, ::6], border_fits[i][0]
+        sample = background_region(distance(small, coarse @ coef), tol)
         if sample.sum() > 64:
-            coefs[i] = fit_surface(coarse[sample], small[sample], tol)
-    resid = np.concatenate([distance(px, edge @ c) for px, c in zip(edge_px, coefs, strict=True)])
-    return coefs, noise_tolerance(resid, low), resid
+            coef = fit_surface(coarse[sample], small[sample], tol)
+        return coef, distance(border_fits[i][2], edge @ coef)
+
+    fits = list(map_(second, range(len(lab))))
+    resid = np.concatenate([resid for _, resid in fits])
+    return [coef for coef, _ in fits], noise_tolerance(resid, low), resid
 
 
 def find_pockets(
@@ -313,18 +370,22 @@ def matte_frame(
     tol: float,
     speck: int,
     seen: np.ndarray | None = None,
+    out: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(rgb, alpha)`` of one frame given its distance map, background ``model`` and background region ``bg``
-    (``seen``: near-key parts behind an edge, opaque inside the rim though their colour is the key's)."""
+    (``seen``: near-key parts behind an edge, opaque inside the rim though their colour is the key's), written
+    into ``out`` when given (a frame of the clip's arrays)."""
     fg = remove_specks(~bg, speck, dist >= WEAK * tol)
-    rgb, alpha = unmix(frame, fg, dist, tol, model, seen=seen)
+    rgb, alpha = unmix(frame, fg, dist, tol, model, seen=seen, out=out)
     if speck:  # unmixing can leave compression blocks next to the sprite more opaque than not
         opaque = alpha >= 0.5
         alpha[opaque & ~remove_specks(opaque, speck)] = 0.0
     return rgb, alpha
 
 
-def steady_edges(alpha: np.ndarray, lab: np.ndarray, tol: float, reach: int = 8) -> tuple[np.ndarray, np.ndarray]:
+def steady_edges(
+    alpha: np.ndarray, lab: np.ndarray, tol: float, reach: int = 8, map_: Callable = map
+) -> tuple[np.ndarray, np.ndarray]:
     """Average, in place, each soft pixel's alpha over the frames in which it has the same colour;
     return the coordinates ``(ys, xs)`` of the pixels it touched.
 
@@ -334,21 +395,29 @@ def steady_edges(alpha: np.ndarray, lab: np.ndarray, tol: float, reach: int = 8)
     blurred Lab colour at that pixel is within ``tol/2`` of its own, so a moving edge, whose colour
     changes, keeps its own alpha (with the full ``tol`` a light sprite sliding 1 px per frame on a
     light key borrowed enough to blur its edge).  Only pixels that are semi-transparent in some
-    frame are touched.
+    frame are touched.  Frames, then groups of pixels, go through ``map_`` (a thread pool's map).
     """
     t = len(alpha)
-    ys, xs = np.nonzero(((alpha > 0) & (alpha < 1)).any(axis=0))
+    soft = np.zeros(alpha.shape[1:], bool)
+    for frame in map_(lambda a: (a > 0) & (a < 1), alpha):
+        soft |= frame
+    ys, xs = np.nonzero(soft)
     if t < 2 or not len(ys):
         return ys, xs
-    colour, own = lab[:, ys, xs], alpha[:, ys, xs]  # [T,N,3], [T,N]
-    total, count = own.copy(), np.ones_like(own)
-    for k in range(1, min(reach, t - 1) + 1):
-        same = (distance(colour[:-k], colour[k:]) <= 0.5 * tol).astype(np.float32)  # frame i vs frame i + k
-        total[:-k] += same * own[k:]
-        total[k:] += same * own[:-k]
-        count[:-k] += same
-        count[k:] += same
-    alpha[:, ys, xs] = total / count
+
+    def steady(part: np.ndarray) -> None:
+        py, px = ys[part], xs[part]
+        colour, own = lab[:, py, px], alpha[:, py, px]  # [T,N,3], [T,N]
+        total, count = own.copy(), np.ones_like(own)
+        for k in range(1, min(reach, t - 1) + 1):
+            same = (distance(colour[:-k], colour[k:]) <= 0.5 * tol).astype(np.float32)  # frame i vs frame i + k
+            total[:-k] += same * own[k:]
+            total[k:] += same * own[:-k]
+            count[:-k] += same
+            count[k:] += same
+        alpha[:, py, px] = total / count
+
+    list(map_(steady, np.array_split(np.arange(len(ys)), 4)))
     return ys, xs
 
 
@@ -368,12 +437,7 @@ def noise_tolerance(resid: np.ndarray, low: float) -> float:
 def background_region(dist: np.ndarray, tol: float) -> np.ndarray:
     """Background pixels of one frame from its distance map ``dist`` (ΔE to the background model):
     everything within ``tol`` that is connected to the frame border."""
-    n, labels = cv2.connectedComponents((dist <= tol).astype(np.uint8), connectivity=4)
-    keep = np.zeros(n, bool)
-    for edge in (labels[0], labels[-1], labels[:, 0], labels[:, -1]):
-        keep[edge] = True
-    keep[0] = False  # label 0 is the set farther than tol
-    return keep[labels]
+    return border_connected(dist <= tol)
 
 
 def pocket_labels(
@@ -406,7 +470,7 @@ def pocket_labels(
     off = lab[box][loose] - model[box][loose]
     mean = np.stack([np.bincount(flat, weights=off[:, c], minlength=n) for c in range(3)], -1)
     pocket = (area >= min_hole) & (np.linalg.norm(mean / area[:, None], axis=-1) <= 1.5 * tol)
-    if calm is not None and float(np.linalg.norm(model[box][..., 1:].mean(axis=(0, 1)))) < GREY_CHROMA:
+    if calm is not None and grey_key(model[box]):
         pocket &= pocket_inside(loose, labels, n, calm[box]) >= CORE * area
     pocket[0] = False
     ids = np.where(pocket, np.cumsum(pocket), 0).astype(np.int32)
@@ -414,10 +478,18 @@ def pocket_labels(
     return out
 
 
-def sprite_box(mask: np.ndarray) -> tuple[slice, slice] | None:
-    """The bounding box of ``mask`` as slices (None when empty): later steps work inside it."""
-    x, y, w, h = cv2.boundingRect(mask.astype(np.uint8))
-    return (slice(y, y + h), slice(x, x + w)) if w and h else None
+def grey_key(model: np.ndarray) -> bool:
+    """Whether the mean chroma of a crop of the Lab background ``model`` is below GREY_CHROMA.
+
+    Taken from OpenCV's mean (summed in float64), several times faster than numpy's mean over two axes
+    of a 3-channel crop, which adds pixel by pixel in float32.  Within that float32 sum's error bound of
+    the threshold the two could disagree, and there numpy's mean decides, as it always did.
+    """
+    chroma = float(np.hypot(*cv2.mean(model)[1:3]))
+    bound = model.shape[0] * model.shape[1] * 2.0**-23 * sum(cv2.mean(np.abs(model))[1:3]) + 1e-4
+    if abs(chroma - GREY_CHROMA) > bound:
+        return chroma < GREY_CHROMA
+    return float(np.linalg.norm(model[..., 1:].mean(axis=(0, 1)))) < GREY_CHROMA
 
 
 def remove_specks(
@@ -455,8 +527,10 @@ def unmix(
     model: np.ndarray,
     rim: int = 4,
     seen: np.ndarray | None = None,
+    out: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Alpha and despilled colour of one frame given its foreground region and Lab background ``model``.
+    """Despilled colour and alpha ``(rgb, alpha)`` of one frame given its foreground region and Lab background
+    ``model``, written into ``out`` when given.
 
     Opaque: foreground deeper than ``rim`` px whose colour is clearly not the key.  Unmixed: the
     rim (soft, anti-aliased or upscaled edges) and weak pixels (within ``WEAK·tol`` of the key:
@@ -468,8 +542,11 @@ def unmix(
     filter reach.
     """
     h, w = fg.shape
-    alpha = np.zeros((h, w), np.float32)
-    rgb = frame.copy()
+    if out is None:
+        rgb, alpha = frame.copy(), np.zeros((h, w), np.float32)
+    else:
+        rgb, alpha = out
+        rgb[...], alpha[...] = frame, 0.0
     x, y, bw, bh = cv2.boundingRect(fg.astype(np.uint8))
     if bw == 0 or bh == 0:
         return rgb, alpha
@@ -491,9 +568,9 @@ def unmix(
         inner = ((depth > rim / 2) & ~weak_c).astype(np.float32)
         fore, found = local_mean(crop, solid, window, ys, xs)
         near, near_found = local_mean(crop, inner, 2 * (rim // 2) + 3, ys, xs)
-        fore = np.where(
-            found[:, None], fore, np.where(near_found[:, None], near, strongest_neighbour(crop, ys, xs, key))
-        )
+        fore = np.where(found[:, None], fore, near)
+        thin = np.flatnonzero(~found & ~near_found)
+        fore[thin] = strongest_neighbour(crop, ys[thin], xs[thin], key[thin])
         norm2, proj, miss = mix_line(c, key, fore)
         to_key = distance(c, key)
         # A pixel the nearby opaque colour does not explain may lie on a thin part of another colour
@@ -537,13 +614,14 @@ def pocket_inside(loose: np.ndarray, labels: np.ndarray, n: int, calm: np.ndarra
 def outline_peak(dist: np.ndarray, depth: np.ndarray, rim: int) -> np.ndarray:
     """Per rim pixel (``depth`` up to ``rim + 1`` px), the largest key distance ``dist`` on the way in from
     the background: ring by ring of ``depth``, a pixel's own or its outer 3x3 neighbours' peak."""
-    peak = np.where(depth > 0, dist, 0).astype(np.float32)
+    peak = np.where(depth > 0, dist, np.float32(0))
     ring = np.ceil(depth)
     kernel = np.ones((3, 3), np.uint8)
+    outer = np.where(ring == 1, peak, np.float32(0))  # the peaks of the rings done so far
     for r in range(2, rim + 2):
         inner = ring == r
-        grown = cv2.dilate(np.where((ring < r) & (ring > 0), peak, 0).astype(np.float32), kernel)
-        peak[inner] = np.maximum(peak[inner], grown[inner])
+        np.maximum(peak, cv2.dilate(outer, kernel), out=peak, where=inner)
+        np.copyto(outer, peak, where=inner)
     return peak
 
 

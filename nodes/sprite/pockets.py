@@ -11,8 +11,12 @@ follows each pocket through the clip by matching its neighbourhood and keeps tho
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import cv2
 import numpy as np
+
+from .regions import sprite_box
 
 # A pocket is the same pocket in another frame when their areas overlap this much (IoU) after alignment.
 SAME_POCKET = 0.6
@@ -32,6 +36,7 @@ def drawn_pockets(
     margin: int = 8,
     search: int = 12,
     reach: int = 8,
+    map_: Callable = map,
 ) -> list[np.ndarray]:
     """Per frame, the pixels of the enclosed pockets that are drawn parts of the character (bool ``[H,W]``).
 
@@ -44,20 +49,24 @@ def drawn_pockets(
     pairs between which the silhouette deformed count (a still or sliding sprite keeps its gaps
     too).  Pockets that reappear in QUORUM of those frames, and in none of the compared frames land
     on the outside background, are drawn parts; a gap that opens to the outside, or changes shape or
-    closes in more frames, stays background.
+    closes in more frames, stays background.  Frames are looked at through ``map_`` (a thread pool's map).
     """
     t = len(lab)
-    kept = [np.zeros(p.shape, bool) for p in pockets]
     if t < MIN_FRAMES:
-        return kept
+        return [np.zeros(p.shape, bool) for p in pockets]
     h, w = pockets[0].shape
-    centres = [centroid(s) for s in sprite]
-    areas = [np.bincount(p.ravel()) for p in pockets]
-    frames_boxes = [np.array(boxes(p, len(a)), np.float32).reshape(-1, 4) for p, a in zip(pockets, areas, strict=True)]
-    change: dict[tuple[int, int, int, int], float] = {}  # pockets of a frame mostly match at one shift
-    for i in range(t):
+
+    def measure(i: int) -> tuple[tuple[float, float] | None, np.ndarray, np.ndarray]:
+        areas = label_areas(pockets[i])
+        return centroid(sprite[i]), areas, np.array(boxes(pockets[i], len(areas)), np.float32).reshape(-1, 4)
+
+    centres, areas, frames_boxes = (list(v) for v in zip(*map_(measure, range(t)), strict=True))
+
+    def frame(i: int) -> np.ndarray:
+        kept = np.zeros((h, w), bool)
+        change: dict[tuple[int, int, int, int], float] = {}  # pockets of a frame mostly match at one shift
         if centres[i] is None:
-            continue
+            return kept
         others = [j for j in range(max(0, i - reach), min(t, i + reach + 1)) if j != i and centres[j] is not None]
         need = QUORUM * len(others) / 2  # the fewest reappearances that can pass
         similar = similar_pockets(i, others, frames_boxes, areas, centres, search + margin // 2)
@@ -96,8 +105,10 @@ def drawn_pockets(
                     at = best_match(lab[j], template, y0 + shift[0], x0 + shift[1], search)
                     opened |= at is not None and outside(own, sprite[j], at) >= 0.5
             if not opened:
-                kept[i] |= pockets[i] == k
-    return kept
+                kept |= pockets[i] == k
+        return kept
+
+    return list(map_(frame, range(t)))
 
 
 def outside(own: np.ndarray, sprite: np.ndarray, at: tuple[int, int]) -> float:
@@ -134,10 +145,25 @@ def similar_pockets(
     return out
 
 
+def label_areas(labels: np.ndarray) -> np.ndarray:
+    """Pixel count of each label ``0..max`` of a label image (counted inside the box of the labelled pixels)."""
+    box = sprite_box(labels > 0)
+    if box is None:
+        return np.array([labels.size])
+    areas = np.bincount(labels[box].ravel())
+    areas[0] += labels.size - labels[box].size
+    return areas
+
+
 def boxes(labels: np.ndarray, n: int) -> list[tuple[int, int, int, int]]:
     """``(y, x, height, width)`` of the bounding box of each label ``1..n-1`` (zeros for an absent label)."""
-    ys, xs = np.nonzero(labels)
-    ids = labels[ys, xs]
+    box = sprite_box(labels > 0)
+    if box is None:
+        return [(0, 0, 0, 0)] * (n - 1)
+    ys, xs = np.nonzero(labels[box])
+    ids = labels[box][ys, xs]
+    ys += box[0].start
+    xs += box[1].start
     out = []
     for k in range(1, n):
         pick = ids == k

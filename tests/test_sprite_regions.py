@@ -1,0 +1,71 @@
+"""Regions labelled inside a box give what labelling the whole frame gives (the matte's speed rests on it)."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+from gameanim.nodes.sprite import edges, matte, regions
+
+
+def whole_frame_border_connected(mask: np.ndarray) -> np.ndarray:
+    """The plain definition: label the whole frame, keep the labels on its border."""
+    n, labels = cv2.connectedComponents(mask.astype(np.uint8), connectivity=4)
+    keep = np.zeros(n, bool)
+    for edge in (labels[0], labels[-1], labels[:, 0], labels[:, -1]):
+        keep[edge] = True
+    keep[0] = False
+    return keep[labels]
+
+
+def masks(seed: int) -> list[np.ndarray]:
+    """Masks with holes, rings, enclosed islands, parts touching the border, and the empty and full cases."""
+    rng = np.random.default_rng(seed)
+    out = [np.ones((9, 13), bool), np.zeros((9, 13), bool), np.ones((1, 1), bool)]
+    for _ in range(20):
+        h, w = rng.integers(2, 60, size=2)
+        mask = rng.random((h, w)) > rng.uniform(0.05, 0.6)
+        y, x = rng.integers(0, h), rng.integers(0, w)
+        mask[max(0, y - 5) : y + 5, max(0, x - 5) : x + 5] = False  # a blob, maybe on the border
+        mask[max(0, y - 2) : y + 2, max(0, x - 2) : x + 2] = True  # an island inside it
+        out.append(mask)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_border_connected_matches_the_whole_frame(seed):
+    for mask in masks(seed):
+        np.testing.assert_array_equal(regions.border_connected(mask), whole_frame_border_connected(mask))
+
+
+def test_around_is_the_box_grown_by_one_within_the_frame():
+    mask = np.zeros((10, 12), bool)
+    assert regions.around(mask) is None
+    mask[0, 3] = mask[4, 5] = True
+    assert regions.around(mask) == (slice(0, 6), slice(2, 7))
+    mask[9, 11] = True
+    assert regions.around(mask) == (slice(0, 10), slice(2, 12))
+
+
+def test_background_region_is_the_border_connected_part_within_tolerance():
+    rng = np.random.default_rng(3)
+    dist = rng.uniform(0, 4, (40, 50)).astype(np.float32)
+    dist[10:30, 10:30] = 9.0  # a ring-shaped sprite around a key-coloured pocket
+    dist[15:25, 15:25] = 0.5
+    bg = matte.background_region(dist, 3.0)
+    np.testing.assert_array_equal(bg, whole_frame_border_connected(dist <= 3.0))
+    assert not bg[20, 20]  # the enclosed pocket is no border background
+
+
+def test_edge_cut_finds_a_part_behind_an_edge_anywhere_in_the_frame():
+    """A calm region fenced by edges is a part even far from everything else (the box holds all restless
+    pixels); of a 2-px edge ring the inner half is nearer the part and goes with it, the outer half stays."""
+    bg = np.ones((60, 80), bool)
+    grad = np.zeros((60, 80), np.float32)
+    grad[4:16, 59:76] = 5.0
+    grad[6:14, 61:74] = 0.0  # an 8x13 calm inside a two-pixel edge ring, near the corner
+    cut = edges.edge_cut(bg, grad, level=2.0, min_area=24)
+    assert cut[6:14, 61:74].all()
+    assert cut[5, 62:73].all() and cut[14, 62:73].all()  # inner ring
+    assert not cut[4, :].any() and not cut[15, :].any()  # outer ring
+    assert not cut[30:, :].any()
