@@ -21,7 +21,7 @@ if str(ROOT) not in sys.path:
 from scripts._pack import import_pack  # noqa: E402 - the pack by path, as ComfyUI and the tests import it
 
 __all__ = [
-    "ROOT", "Clip", "UNET_DTYPES", "best_of", "compare_forwards", "compare_unets", "fixed_threads", "import_pack",
+    "ROOT", "Clip", "UNET_DTYPES", "best_of", "compare_forwards", "compare_unets", "import_pack",
     "interleaved_best", "interleaved_median", "interleaved_medians", "modules_at", "pack_at", "one_thread", "randomize",
     "unet_parser",
 ]  # fmt: skip
@@ -106,25 +106,6 @@ def one_thread(fn: Callable[[], object]) -> Callable[[], object]:
         finally:
             threads.WORKERS = saved
             cv2.setNumThreads(saved_cv2)
-
-    return run
-
-
-def fixed_threads(fn: Callable[[], object]) -> Callable[[], object]:
-    """``fn`` with the pack's frame threads always ``core.threads.WORKERS``, whatever other processes
-    keep busy (the behaviour before the thread count followed the free cores)."""
-    from gameanim.core import threads
-
-    def run() -> object:
-        saved = threads.free_cores
-        threads.free_cores = threads.usable_cores
-        threads.REUSE_SECONDS, saved_reuse = 0.0, threads.REUSE_SECONDS
-        try:
-            return fn()
-        finally:
-            threads.free_cores = saved
-            threads.REUSE_SECONDS = saved_reuse
-            threads.forget_free_cores()
 
     return run
 

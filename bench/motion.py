@@ -21,7 +21,7 @@ import argparse
 import os
 import time
 
-from _common import fixed_threads, import_pack, interleaved_medians, modules_at, one_thread
+from _common import import_pack, interleaved_medians, modules_at, one_thread
 
 # The pack before flow and the scope step were computed only in the box where a pair's frames differ.
 BASE = "721caed"
@@ -133,7 +133,6 @@ def old_vs_new(args) -> None:
     variants = {
         "new": lambda: scope_from_flow(estimate_flow(clip), clip),
         "new, 1 thread": one_thread(lambda: scope_from_flow(estimate_flow(clip), clip)),
-        "new, all threads": fixed_threads(lambda: scope_from_flow(estimate_flow(clip), clip)),
         "new, full frame": lambda: scope_from_flow(estimate_flow(clip, settings=full_frame), clip),
         "new measure_clip": lambda: measure_clip(clip),
     }

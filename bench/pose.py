@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import ROOT, fixed_threads, import_pack, interleaved_medians, modules_at, one_thread
+from _common import ROOT, import_pack, interleaved_medians, modules_at, one_thread
 
 # The pack before the OpenPose drawing was planned with numpy and painted on threads.
 BASE = "c1c5bc4"
@@ -57,7 +57,7 @@ def main() -> None:
     import_pack()
     import cv2
     import torch
-    from gameanim.core.threads import WORKERS, free_cores
+    from gameanim.core.threads import WORKERS
     from gameanim.nodes.pose.bvh import forward_kinematics, read_bvh
     from gameanim.nodes.pose.conditions import CameraSettings
     from gameanim.nodes.pose.joint_tracks import load_motion
@@ -66,8 +66,8 @@ def main() -> None:
 
     n, size = args.frames, args.size
     print(
-        f"cv2 threads {cv2.getNumThreads()}, torch threads {torch.get_num_threads()}, drawing threads up to {WORKERS} "
-        f"(free cores now {free_cores()}), cores {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; {n} frames, {size}x{size}"
+        f"cv2 threads {cv2.getNumThreads()}, torch threads {torch.get_num_threads()}, drawing threads up to {WORKERS}, "
+        f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; {n} frames, {size}x{size}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         path = long_bvh(n, Path(tmp))
@@ -85,7 +85,6 @@ def main() -> None:
         paths = {
             "new": whole_path(render_pose_maps),
             "new, 1 thread": one_thread(whole_path(render_pose_maps)),
-            "new, all threads": fixed_threads(whole_path(render_pose_maps)),
         }
         if old is not None:
             paths["old"] = whole_path(old["maps"].render_pose_maps)

@@ -5,13 +5,12 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
-import threading
 import types
 from pathlib import Path
 
 import pytest
 import torch
-from gameanim.core import host, threads
+from gameanim.core import host
 from gameanim.core.atomic import atomic_target, write_text_atomic
 from gameanim.core.buffers import zeroed
 from gameanim.core.errors import ModelFileError, UnsafePathError
@@ -144,32 +143,6 @@ def test_run_chunks_covers_every_item_once_reports_in_order_and_stops_on_error(w
     with pytest.raises(ValueError, match="bad frame"):
         run_chunks(fail_second, 10, 4, lambda d, t: reports.append(d), workers)
     assert reports == [4]  # nothing is reported past the failing chunk
-
-
-def test_worker_count_follows_the_free_cores(tmp_path, monkeypatch):
-    assert threads.runnable_elsewhere("0.52 0.58 0.59 3/467 12345") == 2  # the reader itself is one of the 3
-    loadavg = tmp_path / "loadavg"
-    monkeypatch.setattr(threads, "LOADAVG", str(loadavg))
-    monkeypatch.setattr(threads, "usable_cores", lambda: 2)
-    monkeypatch.setattr(threads, "WORKERS", 2)
-    monkeypatch.setattr(threads, "REUSE_SECONDS", 0.0)
-    loadavg.write_text("0.1 0.1 0.1 1/300 99\n")  # only us: both cores
-    assert threads.free_cores() == 2 and threads.default_workers() == 2
-    loadavg.write_text("2.0 2.0 2.0 2/300 99\n")  # another process busy: one core is ours
-    assert threads.free_cores() == 1 and threads.default_workers() == 1
-    loadavg.write_text("9.0 9.0 9.0 9/300 99\n")  # more than every core: still one thread
-    assert threads.default_workers() == 1
-    used = set()
-    run_chunks(lambda a, b: used.add(threading.get_ident()), 8, 1)
-    assert len(used) == 1  # the busy machine's call stayed on one thread
-    monkeypatch.setattr(threads.os, "cpu_count", lambda: 64)  # 2 of 64 cores: 8 others ≈ 0.25 on ours
-    assert threads.free_cores() == 2
-    loadavg.write_text("40.0 40.0 40.0 41/900 99\n")  # 40 others on 64 cores: about 1 on ours
-    assert threads.free_cores() == 1
-    loadavg.unlink()  # no /proc (Windows, macOS): every usable core
-    assert threads.free_cores() == 2
-    monkeypatch.setattr(threads, "WORKERS", 1)  # a benchmark's one-thread setting wins
-    assert threads.default_workers() == 1
 
 
 def test_zeroed_arrays_are_zero_writable_and_outlive_their_maker():
