@@ -5,7 +5,7 @@ Run: ``python bench/motion.py [--pairs 30] [--raft [--device cuda]] [--base 721c
 
 First the default (DIS medium flow + scope step at 320x512): today's code against the code of ``--base``
 (git) loaded beside it, runs interleaved, medians of pairs/s and pairs per CPU-second, today's code also
-on one thread, with its threads not capped by the free cores and with full-frame flow; then the scope
+on one thread and with full-frame flow; then the scope
 and level old and new code measure on the same clips (synthetic at known speeds, real sprites as
 published) and their ACC-F / MAE-F.  Then for each method: flow pairs/s, pairs/s
 including the scope step (texture test, quantile, means), the ratio to Farneback (the baseline,

@@ -4,8 +4,7 @@
 
 Prints maps/s (wall) and maps per CPU-second for the whole path (parse, FK, mapping, camera fit,
 drawing, float32 IMAGE tensor), today's code against the code of ``--base`` (git) loaded beside
-it, runs interleaved, medians; the same path on one thread and with the threads fixed at
-``core.threads.WORKERS`` (not capped by the free cores); then drawing alone (new/old), pybvh's
+it, runs interleaved, medians; the same path on one thread; then drawing alone (new/old), pybvh's
 parser + kinematics as the BVH-reading baseline (when installed) and the capsule maps.  With a CUDA
 device it also prints the peak VRAM of the whole path (the maps are drawn on the CPU: 0 is expected).
 """
