@@ -45,6 +45,7 @@ import numpy as np
 from ...core.errors import InputError
 from ...core.frames import check_alpha
 from ...core.progress import ProgressFn, no_progress
+from .decide import decide_frames
 from .edges import edge_cut, edge_level, lab_gradient
 from .pockets import drawn_pockets
 
@@ -246,10 +247,23 @@ def remove_background(
             pool.map(lambda i: find_pockets(lab[i], grads[i], surface, coefs[i], tol, min_hole, level), range(t))
         )
         drawn = drawn_pockets(lab, [~f[2] for f in found], [f[3] for f in found])
-        jobs = []
-        for i, (model, dist, bg, labels, seen) in enumerate(found):
+        for i, (_, _, bg, labels, _) in enumerate(found):
             bg |= (labels > 0) & ~drawn[i]  # pockets that are no drawn part: background seen through
-            jobs.append(pool.submit(matte_frame, frames[i], dist, model, bg, tol, speck, seen & ~bg))
+        # The uncertain pixels decided by a graph cut over more evidence than colour (see :mod:`.decide`).
+        decided = decide_frames(
+            pool,
+            lab,
+            grads,
+            level,
+            [f[0] for f in found],
+            [f[1] for f in found],
+            [f[2] for f in found],
+            WEAK * tol,
+            border_mask(h, w, border),
+        )
+        jobs = []
+        for i, (model, dist, _, _, seen) in enumerate(found):
+            jobs.append(pool.submit(matte_frame, frames[i], dist, model, decided[i], tol, speck, seen & ~decided[i]))
         try:
             for i, job in enumerate(jobs):
                 rgb[i], alpha[i] = job.result()

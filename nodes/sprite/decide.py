@@ -1,0 +1,150 @@
+"""Deciding the matte's uncertain pixels with a graph cut: colour under the noise, and edges.
+
+The key model (:mod:`.matte`) is right about most of a frame: the flat key far from the character is
+background, colours far from the key are character.  It is wrong where the character's own colours come
+within the key's tolerance: pale clothing on a grey key under GIF dithering (the dithering inflates the
+tolerance to ΔE 5-8, more than the vest's offset), a body shaded through the key's grey.  Two kinds of
+evidence that colour-per-pixel misses decide those pixels here:
+
+- **Colour under the noise**: dithering and per-pixel noise are high-frequency, so on a further-averaged
+  image (a 5x5 box over the 3x3-averaged Lab) the key's noise shrinks several times while a part's offset
+  from the key stays.  Its distance to the background model, in units of the same figure measured on the
+  border band, is the unary term: below 1 background, above 1 character, in proportion.
+- **Edges**: a part is separated from the key by a visible step.  Neighbouring pixels pay to be cut apart
+  in proportion to ``exp(-(gradient / edge level)²)`` (the fine 3x3 gradient, the clip's edge level), so the
+  cut follows the silhouette's step, not the blur's halo, and closes over a part's shading where there is
+  no step.
+
+Only the uncertain pixels are decided: those of the background region near the character, and the
+character's own near-key pixels.  Background far from anything off the key, and the character's clearly
+off-key pixels (and the parts the matte already kept for reasons of shape or time: drawn pockets, parts
+behind an edge) are fixed terminals of the graph.  PyMaxflow's Boykov–Kolmogorov solver cuts the graph of
+the sprite's box: a few ms per frame.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Executor
+
+import cv2
+import maxflow
+import numpy as np
+
+# The further average over the 3x3-averaged Lab (px): dithering's error diffusion averages out within it.
+HEAVY = 5
+# Background farther than this (px) from every pixel of evidence is sure background.
+MARGIN = 6
+# Cost of cutting two calm neighbours apart, in units of a pixel one noise unit off the threshold.
+SMOOTH = 2.0
+# The unary term saturates at this many noise units (a clear part needs no more).
+CAP = 3.0
+# A part the cut adds to the character survives an opening by this many px and has this mean evidence (noise units).
+OPEN = 3
+CLEAR = 4.0
+
+
+def denoised(lab: np.ndarray, near_key: np.ndarray) -> np.ndarray:
+    """A frame's Lab ``[H,W,3]`` averaged once more over ``HEAVY`` x ``HEAVY`` px, over the ``near_key`` pixels
+    only (normalised convolution): a clear part's colour does not spill into the key around it."""
+    weight = near_key.astype(np.float32)
+    total = cv2.blur(lab * weight[..., None], (HEAVY, HEAVY))
+    count = cv2.blur(weight, (HEAVY, HEAVY))
+    return np.where(count[..., None] > 1e-3, total / np.maximum(count, 1e-3)[..., None], lab)
+
+
+def denoised_tolerance(resid: np.ndarray, low: float = 0.5) -> float:
+    """The ΔE on the denoised image at which a pixel stops looking like the key: twice the border residuals'
+    median ``resid`` (about 3σ of Gaussian noise; the cut's smoothness, not a wide margin, absorbs the
+    tail), at least ``low``."""
+    return max(low, 2.0 * float(np.median(resid))) if len(resid) else low
+
+
+def decide(
+    heavy: np.ndarray,
+    model: np.ndarray,
+    grad: np.ndarray,
+    level: float,
+    bg: np.ndarray,
+    heavy_tol: float,
+) -> np.ndarray:
+    """The background of one frame after the cut (bool ``[H,W]``, a subset of ``bg``).
+
+    ``heavy`` is the frame's denoised Lab, ``model`` the background model, ``grad`` the fine Lab gradient and
+    ``level`` the clip's edge level; ``bg`` the key model's background region (enclosed pockets included,
+    drawn parts not): everything else is character and stays so.  Background pixels farther than ``MARGIN``
+    px from the character and from any denoised evidence of it stay background; of the rest, the cut may
+    give the character the clear parts it finds (:func:`clear_parts`).
+    """
+    z = np.sqrt(np.sum((heavy - model) ** 2, axis=-1)) / heavy_tol
+    evidence = ~bg | (z > 1.0)
+    near = cv2.dilate(evidence.view(np.uint8), np.ones((2 * MARGIN + 1, 2 * MARGIN + 1), np.uint8)) > 0
+    sure_bg = bg & ~near
+    x, y, w, h = cv2.boundingRect(near.view(np.uint8))
+    if w == 0 or h == 0:
+        return bg.copy()
+    box = (slice(y, y + h), slice(x, x + w))
+    zc, gc = z[box], grad[box]
+    score = np.clip(zc - 1.0, -1.0, CAP)
+    source = np.maximum(score, 0.0)  # paid when labelled background
+    sink = np.maximum(-score, 0.0)  # paid when labelled character
+    big = 1e6
+    source = np.where(~bg[box], big, source)
+    sink = np.where(sure_bg[box], big, sink)
+    calm = SMOOTH * np.exp(-((gc / level) ** 2))
+    graph = maxflow.Graph[float]()
+    nodes = graph.add_grid_nodes((h, w))
+    right = np.minimum(calm, np.roll(calm, -1, axis=1))
+    down = np.minimum(calm, np.roll(calm, -1, axis=0))
+    graph.add_grid_edges(nodes, weights=right, structure=np.array([[0, 0, 0], [0, 0, 1], [0, 0, 0]]), symmetric=True)
+    graph.add_grid_edges(nodes, weights=down, structure=np.array([[0, 0, 0], [0, 0, 0], [0, 1, 0]]), symmetric=True)
+    graph.add_grid_tedges(nodes, source, sink)
+    graph.maxflow()
+    cut_bg = graph.get_grid_segments(nodes)  # True: on the sink side (background)
+    gained = clear_parts(bg[box] & ~cut_bg, zc)
+    out_bg = bg.copy()
+    out_bg[box] &= ~gained
+    return out_bg
+
+
+def clear_parts(gained: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """The pixels the cut took from the key model's background that form parts: what survives an opening
+    by ``OPEN`` px (a soft edge's faint fringe and a thin gap's blurred sides do not), in connected regions
+    whose mean denoised evidence ``z`` is at least ``CLEAR`` noise units."""
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * OPEN + 1, 2 * OPEN + 1))
+    opened = cv2.morphologyEx(gained.view(np.uint8), cv2.MORPH_OPEN, kernel)
+    n, labels = cv2.connectedComponents(opened, connectivity=4)
+    if n <= 1:
+        return opened.astype(bool)
+    flat = labels.ravel()
+    mean = np.bincount(flat, weights=z.ravel(), minlength=n) / np.maximum(np.bincount(flat, minlength=n), 1)
+    keep = mean >= CLEAR
+    keep[0] = False
+    return keep[labels]
+
+
+def decide_frames(
+    pool: Executor,
+    lab: np.ndarray,
+    grads: list[np.ndarray],
+    level: float,
+    models: list[np.ndarray],
+    dists: list[np.ndarray],
+    bgs: list[np.ndarray],
+    strong: float,
+    band: np.ndarray,
+) -> list[np.ndarray]:
+    """Per frame the background after the cut (see :func:`decide`), from the key model's per-frame
+    ``models``, key distances ``dists`` and background regions ``bgs``; ``strong`` is the key distance (ΔE)
+    beyond which a pixel is clearly off the key (left out of the denoising average), ``band`` the border
+    band where the denoised key's noise is measured (its outer ``HEAVY // 2`` px left out: the box filter
+    reflects there)."""
+    heavy = list(pool.map(lambda i: denoised(lab[i], dists[i] < strong), range(len(lab))))
+    inner = band.copy()
+    r = HEAVY // 2
+    inner[:r], inner[-r:], inner[:, :r], inner[:, -r:] = False, False, False, False
+    inner = inner if inner.any() else band
+    resid = np.concatenate(
+        [np.sqrt(np.sum((hv[inner] - m[inner]) ** 2, axis=-1)) for hv, m in zip(heavy, models, strict=True)]
+    )
+    heavy_tol = denoised_tolerance(resid[resid <= 6.0 * np.median(resid) + 1.0])  # the character touching the border
+    return list(pool.map(lambda i: decide(heavy[i], models[i], grads[i], level, bgs[i], heavy_tol), range(len(lab))))
