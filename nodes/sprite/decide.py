@@ -76,12 +76,12 @@ def decide(
     give the character the clear parts it finds (:func:`clear_parts`).
     """
     z = np.sqrt(np.sum((heavy - model) ** 2, axis=-1)) / heavy_tol
-    evidence = ~bg | (z > 1.0)
+    evidence = ~bg | (z > CLEAR)  # clear evidence only: noise specks above 1 unit are everywhere
     near = cv2.dilate(evidence.view(np.uint8), np.ones((2 * MARGIN + 1, 2 * MARGIN + 1), np.uint8)) > 0
     sure_bg = bg & ~near
     x, y, w, h = cv2.boundingRect(near.view(np.uint8))
-    if w == 0 or h == 0:
-        return bg.copy()
+    if w == 0 or h == 0 or not (bg & (z >= CLEAR)).any():
+        return bg.copy()  # no background pixel clearly off the key: no part to gain (clear_parts' mean)
     box = (slice(y, y + h), slice(x, x + w))
     zc, gc = z[box], grad[box]
     score = np.clip(zc - 1.0, -1.0, CAP)
