@@ -76,7 +76,7 @@ def decide(
     give the character the clear parts it finds (:func:`clear_parts`).
     """
     z = np.sqrt(np.sum((heavy - model) ** 2, axis=-1)) / heavy_tol
-    evidence = ~bg | (z > CLEAR)  # clear evidence only: noise specks above 1 unit are everywhere
+    evidence = ~bg | (z > 1.0)
     near = cv2.dilate(evidence.view(np.uint8), np.ones((2 * MARGIN + 1, 2 * MARGIN + 1), np.uint8)) > 0
     sure_bg = bg & ~near
     x, y, w, h = cv2.boundingRect(near.view(np.uint8))
