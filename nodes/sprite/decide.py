@@ -148,3 +148,61 @@ def decide_frames(
     )
     heavy_tol = denoised_tolerance(resid[resid <= 6.0 * np.median(resid) + 1.0])  # the character touching the border
     return list(pool.map(lambda i: decide(heavy[i], models[i], grads[i], level, bgs[i], heavy_tol), range(len(lab))))
+
+
+# A key is noise-free when 99 % of its border pixels are within this (RGB, 0..1) of the border's median colour in
+# every channel and frame: a render or a drawing composited on one solid colour (8-bit rounding aside).  RGB, not
+# Lab: Lab squeezes the noise of a dark key (a video model's black) below any threshold.
+EXACT_NOISE = 1.5 / 255
+# The tolerance on such a key (unaveraged Lab: nothing to average away, and the 3x3 average would smear the
+# character's 1-px anti-aliased rim over the key around it).
+EXACT_TOL = 0.3
+# A ring of the character's rim is a soft edge (a mix of key and part) while its key distance is below this
+# share of the next ring's, inward; the widest soft edge looked for.
+MIXED = 0.9
+MAX_RIM = 4
+# Rim pixels whose next ring inward is at least this far from the key (ΔE) measure the soft edge: the share
+# is noise on a part close to the key.
+CONTRAST = 10.0
+
+
+def exact_lab(frames: np.ndarray, band: np.ndarray) -> np.ndarray | None:
+    """The clip's Lab, not averaged, when its key is one noise-free colour (see ``EXACT_NOISE``), else None.
+
+    On a noise-free key the evidence is exact: the key is one colour, and every pixel off it by more than
+    rounding is the character or its anti-aliased rim.  A part shaded through the key's colour (a grey body
+    on a grey key) is the key's colour only along a line, not over the pockets and bands that the
+    tolerance of an averaged, noisy key would make of it.
+    """
+    from .matte import to_lab  # the key model's colour conversion (matte imports this module)
+
+    border = frames[:, band]  # [T,N,3]
+    off = np.abs(border - np.median(border, axis=1, keepdims=True)).max(axis=-1)
+    if not off.size or float(np.quantile(off, 0.99, axis=1).max()) > EXACT_NOISE:
+        return None
+    return to_lab(frames)
+
+
+def soft_edge_width(dists: list[np.ndarray], bgs: list[np.ndarray]) -> int:
+    """How many px wide the character's soft edge is (1 for a render's anti-aliasing, 3-4 for a 2-3x upscale):
+    the number of rings of the rim, counted inward from the background ``bgs``, whose key distance ``dists``
+    stays below ``MIXED`` x that of the next ring (a mix of key and part gets stronger inward; a part's own
+    colour does not).  ``MAX_RIM`` when no rim has contrast enough to tell."""
+    ratios: dict[int, list[np.ndarray]] = {k: [] for k in range(1, MAX_RIM + 1)}
+    for dist, bg in zip(dists, bgs, strict=True):
+        ring = np.ceil(cv2.distanceTransform((~bg).view(np.uint8), cv2.DIST_L2, 3)).astype(np.int32)
+        for k in ratios:
+            nxt = (ring == k + 1).astype(np.float32)
+            count = cv2.boxFilter(nxt, -1, (3, 3), normalize=False)
+            inner = cv2.boxFilter(dist * nxt, -1, (3, 3), normalize=False) / np.maximum(count, 1e-6)
+            pick = (ring == k) & (count > 0) & (inner >= CONTRAST)
+            ratios[k].append(dist[pick] / inner[pick])
+    width = 0
+    for k in ratios:
+        values = np.concatenate(ratios[k])
+        if len(values) < 16:
+            return MAX_RIM if width == 0 else width
+        if float(np.median(values)) >= MIXED:
+            break
+        width = k
+    return max(width, 1)

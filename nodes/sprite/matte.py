@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cv2
 import numpy as np
@@ -45,7 +45,7 @@ import numpy as np
 from ...core.errors import InputError
 from ...core.frames import check_alpha
 from ...core.progress import ProgressFn, no_progress
-from .decide import decide_frames
+from .decide import EXACT_TOL, decide_frames, exact_lab, soft_edge_width
 from .edges import edge_cut, edge_level, lab_gradient
 from .pockets import drawn_pockets
 
@@ -63,6 +63,8 @@ PAST = 4.0
 # On a grey key (chroma below GREY_CHROMA), an enclosed pocket needs this share of inside pixels (see pocket_labels).
 CORE = 0.25
 GREY_CHROMA = 20.0
+# Depth (px) of the rim that is unmixed on a noisy key: JPEG's chroma subsampling bleeds a saturated key that far.
+RIM = 4
 
 
 class NotSolidError(InputError):
@@ -240,9 +242,14 @@ def remove_background(
     rgb = np.empty_like(frames)
     alpha = np.empty((t, h, w), np.float32)
     speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
+    band = border_mask(h, w, border)
+    exact = exact_lab(frames, band)
+    if exact is not None:  # a noise-free key: decide on the unaveraged colours (see :func:`.decide.exact_lab`)
+        lab, tol = exact, EXACT_TOL
+        background = replace(background, tolerance=tol)
     with ThreadPoolExecutor(WORKERS) as pool:  # OpenCV and numpy release the GIL
         grads = list(pool.map(lab_gradient, lab))
-        level = edge_level(grads, border_mask(h, w, border))
+        level = edge_level(grads, band)
         found = list(
             pool.map(lambda i: find_pockets(lab[i], grads[i], surface, coefs[i], tol, min_hole, level), range(t))
         )
@@ -259,11 +266,13 @@ def remove_background(
             [f[1] for f in found],
             [f[2] for f in found],
             WEAK * tol,
-            border_mask(h, w, border),
+            band,
         )
+        rim = soft_edge_width([f[1] for f in found], decided) if exact is not None else RIM
         jobs = []
         for i, (model, dist, _, _, seen) in enumerate(found):
-            jobs.append(pool.submit(matte_frame, frames[i], dist, model, decided[i], tol, speck, seen & ~decided[i]))
+            job = pool.submit(matte_frame, frames[i], dist, model, decided[i], tol, speck, seen & ~decided[i], rim)
+            jobs.append(job)
         try:
             for i, job in enumerate(jobs):
                 rgb[i], alpha[i] = job.result()
@@ -327,11 +336,13 @@ def matte_frame(
     tol: float,
     speck: int,
     seen: np.ndarray | None = None,
+    rim: int = 4,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(rgb, alpha)`` of one frame given its distance map, background ``model`` and background region ``bg``
-    (``seen``: near-key parts behind an edge, opaque inside the rim though their colour is the key's)."""
+    (``seen``: near-key parts behind an edge, opaque inside the rim though their colour is the key's; ``rim``:
+    how deep the soft edge unmixed is)."""
     fg = remove_specks(~bg, speck, dist >= WEAK * tol)
-    rgb, alpha = unmix(frame, fg, dist, tol, model, seen=seen)
+    rgb, alpha = unmix(frame, fg, dist, tol, model, rim=rim, seen=seen)
     if speck:  # unmixing can leave compression blocks next to the sprite more opaque than not
         opaque = alpha >= 0.5
         alpha[opaque & ~remove_specks(opaque, speck)] = 0.0
