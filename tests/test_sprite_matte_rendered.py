@@ -80,7 +80,7 @@ def gross_scores(frames: np.ndarray, alpha: np.ndarray) -> tuple[float, float]:
 # Generated-look grey on grey, GIF-dithered: the dithering and the key's noise raise the key model's tolerance
 # to ΔE 5 and it keys out most of the body (gross error 65 % / 73 % on BCN_Epileptic, 7 % / 11 % on Testwuson);
 # the graph cut over the denoised evidence (nodes/sprite/decide.py) gives part of it back.  The bound
-# (2 % / 4 %) is not met yet: these are the measured figures (26.4 / 28.5 and 6.5 / 7.6) with a margin.
+# (2 % / 4 %) is not met yet: these are the measured figures (26.7 / 30.7 and 6.5 / 7.9) with a margin.
 GENERATED_GREY = {"BCN_Epileptic": (0.30, 0.33), "Testwuson": (0.07, 0.085)}
 
 

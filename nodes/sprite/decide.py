@@ -32,15 +32,13 @@ import numpy as np
 
 # The further average over the 3x3-averaged Lab (px): dithering's error diffusion averages out within it.
 HEAVY = 5
-# Background farther than this (px) from every pixel of evidence is sure background.
-MARGIN = 6
 # Cost of cutting two calm neighbours apart, in units of a pixel one noise unit off the threshold.
 SMOOTH = 2.0
 # The unary term saturates at this many noise units (a clear part needs no more).
 CAP = 3.0
 # A part the cut adds to the character survives an opening by this many px and has this mean evidence (noise units).
 OPEN = 3
-CLEAR = 4.0
+CLEAR = 6.0
 
 
 def denoised(lab: np.ndarray, near_key: np.ndarray) -> np.ndarray:
@@ -76,33 +74,52 @@ def decide(
     give the character the clear parts it finds (:func:`clear_parts`).
     """
     z = np.sqrt(np.sum((heavy - model) ** 2, axis=-1)) / heavy_tol
-    evidence = ~bg | (z > 1.0)
-    near = cv2.dilate(evidence.view(np.uint8), np.ones((2 * MARGIN + 1, 2 * MARGIN + 1), np.uint8)) > 0
-    sure_bg = bg & ~near
-    x, y, w, h = cv2.boundingRect(near.view(np.uint8))
-    if w == 0 or h == 0 or not (bg & (z >= CLEAR)).any():
+    if not (bg & (z >= CLEAR)).any():
         return bg.copy()  # no background pixel clearly off the key: no part to gain (clear_parts' mean)
-    box = (slice(y, y + h), slice(x, x + w))
-    zc, gc = z[box], grad[box]
-    score = np.clip(zc - 1.0, -1.0, CAP)
+    # The graph's nodes: the background's regions of evidence against the key that touch the character (a
+    # part lost to the key's tolerance is attached to the character; a misfit of the key model far from it is
+    # not), and a pixel around them.  Every other pixel keeps the key model's decision and enters the cut as
+    # a terminal beside its neighbours.
+    doubt = (bg & (z > 1.0)).view(np.uint8)
+    n, labels = cv2.connectedComponents(doubt, connectivity=8)
+    touching = np.zeros(n, bool)
+    touching[labels[(cv2.dilate((~bg).view(np.uint8), np.ones((3, 3), np.uint8)) > 0) & (doubt > 0)]] = True
+    touching[0] = False
+    free = bg & (cv2.dilate(touching[labels].view(np.uint8), np.ones((3, 3), np.uint8)) > 0)
+    ys, xs = np.nonzero(free)
+    if not len(ys):
+        return bg.copy()
+    ids = np.full(bg.shape, -1, np.int64)
+    ids[ys, xs] = np.arange(len(ys))
+    score = np.clip(z[ys, xs] - 1.0, -1.0, CAP)
     source = np.maximum(score, 0.0)  # paid when labelled background
     sink = np.maximum(-score, 0.0)  # paid when labelled character
-    big = 1e6
-    source = np.where(~bg[box], big, source)
-    sink = np.where(sure_bg[box], big, sink)
-    calm = SMOOTH * np.exp(-((gc / level) ** 2))
+    calm = SMOOTH * np.exp(-((grad / level) ** 2))
     graph = maxflow.Graph[float]()
-    nodes = graph.add_grid_nodes((h, w))
-    right = np.minimum(calm, np.roll(calm, -1, axis=1))
-    down = np.minimum(calm, np.roll(calm, -1, axis=0))
-    graph.add_grid_edges(nodes, weights=right, structure=np.array([[0, 0, 0], [0, 0, 1], [0, 0, 0]]), symmetric=True)
-    graph.add_grid_edges(nodes, weights=down, structure=np.array([[0, 0, 0], [0, 0, 0], [0, 1, 0]]), symmetric=True)
+    graph.add_nodes(len(ys))
+    for dy, dx in ((0, 1), (1, 0)):
+        h, w = bg.shape
+        a_ids, b_ids = ids[: h - dy, : w - dx], ids[dy:, dx:]
+        weight = np.minimum(calm[: h - dy, : w - dx], calm[dy:, dx:])
+        a_bg, b_bg = bg[: h - dy, : w - dx], bg[dy:, dx:]
+        both = (a_ids >= 0) & (b_ids >= 0)
+        graph.add_edges(a_ids[both], b_ids[both], weight[both], weight[both])
+        for mine, other, other_bg in ((a_ids, b_ids, b_bg), (b_ids, a_ids, a_bg)):
+            edge = (mine >= 0) & (other < 0)
+            # A fixed character neighbour is paid for when this node goes to the background, a fixed background
+            # neighbour when it goes to the character.
+            np.add.at(source, mine[edge & ~other_bg], weight[edge & ~other_bg])
+            np.add.at(sink, mine[edge & other_bg], weight[edge & other_bg])
+    nodes = np.arange(len(ys))
     graph.add_grid_tedges(nodes, source, sink)
     graph.maxflow()
-    cut_bg = graph.get_grid_segments(nodes)  # True: on the sink side (background)
-    gained = clear_parts(bg[box] & ~cut_bg, zc)
+    cut = np.zeros(bg.shape, bool)  # taken from the background by the cut
+    cut[ys, xs] = ~graph.get_grid_segments(nodes)
+    x, y, bw, bh = cv2.boundingRect(cut.view(np.uint8))
     out_bg = bg.copy()
-    out_bg[box] &= ~gained
+    if bw and bh:
+        box = (slice(y, y + bh), slice(x, x + bw))
+        out_bg[box] &= ~clear_parts(cut[box], z[box])
     return out_bg
 
 
