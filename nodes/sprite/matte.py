@@ -256,22 +256,15 @@ def remove_background(
         drawn = drawn_pockets(lab, [~f[2] for f in found], [f[3] for f in found])
         for i, (_, _, bg, labels, _) in enumerate(found):
             bg |= (labels > 0) & ~drawn[i]  # pockets that are no drawn part: background seen through
-        # The uncertain pixels decided by a graph cut over more evidence than colour (see :mod:`.decide`).
-        decided = decide_frames(
-            pool,
-            lab,
-            grads,
-            level,
-            [f[0] for f in found],
-            [f[1] for f in found],
-            [f[2] for f in found],
-            WEAK * tol,
-            band,
-        )
-        rim = soft_edge_width([f[1] for f in found], decided) if exact is not None else RIM
+        bgs = [f[2] for f in found]
+        if exact is None:  # on a noisy key a graph cut decides the uncertain pixels (see :mod:`.decide`)
+            bgs = decide_frames(
+                pool, lab, grads, level, [f[0] for f in found], [f[1] for f in found], bgs, WEAK * tol, band
+            )
+        rim = RIM if exact is None else soft_edge_width([f[1] for f in found], bgs)
         jobs = []
         for i, (model, dist, _, _, seen) in enumerate(found):
-            job = pool.submit(matte_frame, frames[i], dist, model, decided[i], tol, speck, seen & ~decided[i], rim)
+            job = pool.submit(matte_frame, frames[i], dist, model, bgs[i], tol, speck, seen & ~bgs[i], rim)
             jobs.append(job)
         try:
             for i, job in enumerate(jobs):
