@@ -193,6 +193,7 @@ EXACT_TOL = 0.3
 # share of the next ring's, inward; the widest soft edge looked for.
 MIXED = 0.9
 MAX_RIM = 4
+WIDTH_FRAMES = 4
 # Rim pixels whose next ring inward is at least this far from the key (ΔE) measure the soft edge: the share
 # is noise on a part close to the key.
 CONTRAST = 10.0
@@ -236,9 +237,11 @@ def soft_edge_width(dists: list[np.ndarray], bgs: list[np.ndarray]) -> int:
     """How many px wide the character's soft edge is (1 for a render's anti-aliasing, 3-4 for a 2-3x upscale):
     the number of rings of the rim, counted inward from the background ``bgs``, whose key distance ``dists``
     stays below ``MIXED`` x that of the next ring (a mix of key and part gets stronger inward; a part's own
-    colour does not).  ``MAX_RIM`` when no rim has contrast enough to tell."""
+    colour does not).  ``MAX_RIM`` when no rim has contrast enough to tell.  Measured on up to ``WIDTH_FRAMES``
+    frames spread over the clip (the width is the clip's: its upscale or renderer)."""
     ratios: dict[int, list[np.ndarray]] = {k: [] for k in range(1, MAX_RIM + 1)}
-    for dist, bg in zip(dists, bgs, strict=True):
+    picked = np.unique(np.linspace(0, len(dists) - 1, min(len(dists), WIDTH_FRAMES)).round().astype(int))
+    for dist, bg in ((dists[i], bgs[i]) for i in picked):
         ring = np.ceil(cv2.distanceTransform((~bg).view(np.uint8), cv2.DIST_L2, 3)).astype(np.int32)
         for k in ratios:
             nxt = (ring == k + 1).astype(np.float32)
