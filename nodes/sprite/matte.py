@@ -45,7 +45,7 @@ import numpy as np
 from ...core.errors import InputError
 from ...core.frames import check_alpha
 from ...core.progress import ProgressFn, no_progress
-from .decide import EXACT_TOL, decide_frames, exact_lab, soft_edge_width
+from .decide import EXACT_TOL, decide_frames, noise_free, soft_edge_width
 from .edges import edge_cut, edge_level, lab_gradient
 from .pockets import drawn_pockets
 
@@ -222,7 +222,10 @@ def remove_background(
     report = progress or no_progress
     t, h, w = frames.shape[:3]
     surface = Surface(h, w)
-    lab = clip_lab(frames)
+    band = border_mask(h, w, border)
+    # A noise-free key is decided on the unaveraged colours (see :func:`.decide.noise_free`).
+    exact = noise_free(frames, band)
+    lab = to_lab(frames) if exact else clip_lab(frames)
     coefs, tol, resid = fit_backgrounds(lab, surface, border, low)
     fraction = float(np.mean(resid <= tol))
     corners = surface.basis(np.array([0, 0, h - 1, h - 1, h // 2]), np.array([0, w - 1, 0, w - 1, w // 2]))
@@ -242,10 +245,8 @@ def remove_background(
     rgb = np.empty_like(frames)
     alpha = np.empty((t, h, w), np.float32)
     speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
-    band = border_mask(h, w, border)
-    exact = exact_lab(frames, band)
-    if exact is not None:  # a noise-free key: decide on the unaveraged colours (see :func:`.decide.exact_lab`)
-        lab, tol = exact, EXACT_TOL
+    if exact:
+        tol = EXACT_TOL
         background = replace(background, tolerance=tol)
     with ThreadPoolExecutor(WORKERS) as pool:  # OpenCV and numpy release the GIL
         grads = list(pool.map(lab_gradient, lab))
@@ -257,11 +258,11 @@ def remove_background(
         for i, (_, _, bg, labels, _) in enumerate(found):
             bg |= (labels > 0) & ~drawn[i]  # pockets that are no drawn part: background seen through
         bgs = [f[2] for f in found]
-        if exact is None:  # on a noisy key a graph cut decides the uncertain pixels (see :mod:`.decide`)
+        if not exact:  # on a noisy key a graph cut decides the uncertain pixels (see :mod:`.decide`)
             bgs = decide_frames(
                 pool, lab, grads, level, [f[0] for f in found], [f[1] for f in found], bgs, WEAK * tol, band
             )
-        rim = RIM if exact is None else soft_edge_width([f[1] for f in found], bgs)
+        rim = soft_edge_width([f[1] for f in found], bgs) if exact else RIM
         jobs = []
         for i, (model, dist, _, _, seen) in enumerate(found):
             job = pool.submit(matte_frame, frames[i], dist, model, bgs[i], tol, speck, seen & ~bgs[i], rim)
