@@ -38,7 +38,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import cv2
@@ -47,6 +47,7 @@ import numpy as np
 from ...core.errors import InputError
 from ...core.frames import check_alpha
 from ...core.progress import ProgressFn, no_progress
+from .decide import EXACT_TOL, decide_frames, noise_free, soft_edge_width
 from .edges import edge_cut, edge_level, lab_gradient
 from .pockets import drawn_pockets
 from .regions import border_connected, sprite_box
@@ -65,6 +66,8 @@ PAST = 4.0
 # On a grey key (chroma below GREY_CHROMA), an enclosed pocket needs this share of inside pixels (see pocket_labels).
 CORE = 0.25
 GREY_CHROMA = 20.0
+# Depth (px) of the rim that is unmixed on a noisy key: JPEG's chroma subsampling bleeds a saturated key that far.
+RIM = 4
 
 
 class NotSolidError(InputError):
@@ -125,14 +128,16 @@ def border_mask(h: int, w: int, border: int) -> np.ndarray:
     return band
 
 
-def frame_lab(frame: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """CIE Lab of one frame ``[H,W,3]``, box-filtered 3x3.
+def frame_lab(frame: np.ndarray, out: np.ndarray | None = None, blur: bool = True) -> np.ndarray:
+    """CIE Lab of one frame ``[H,W,3]``, box-filtered 3x3 (unless ``blur`` is False: a noise-free key).
 
     Averaging nine pixels cuts per-pixel noise by 3x, so the tolerance can be tight and pockets of
     noisy background stay connected.  Converted frame by frame: OpenCV converts an ``[H,W,3]`` image
     several times faster than the same pixels stacked as one ``[N,1,3]`` column, with identical values.
     Written into ``out`` when given (a frame of the clip's array).
     """
+    if not blur:
+        return cv2.cvtColor(frame, cv2.COLOR_RGB2Lab, dst=out)
     return cv2.blur(cv2.cvtColor(frame, cv2.COLOR_RGB2Lab), (3, 3), dst=out)
 
 
@@ -246,31 +251,44 @@ def remove_background(
     report = progress or no_progress
     t, h, w = frames.shape[:3]
     surface = Surface(h, w)
+    band = border_mask(h, w, border)
+    # A noise-free key is decided on the unaveraged colours (see :func:`.decide.noise_free`).
+    exact = noise_free(frames, band)
     lab = np.empty_like(frames)
     grads = np.empty((t, h, w), np.float32)
     with ThreadPoolExecutor(WORKERS) as pool:  # OpenCV and numpy release the GIL
 
         def colour(i: int) -> None:
-            frame_lab(frames[i], out=lab[i])
+            frame_lab(frames[i], out=lab[i], blur=not exact)
             lab_gradient(lab[i], out=grads[i])
 
         list(pool.map(colour, range(t)))
         coefs, tol, resid = fit_backgrounds(lab, surface, border, low, pool.map)
         background = describe(surface, coefs, tol, resid, high, min_solid_fraction)
-        level = edge_level(grads, border_mask(h, w, border))
+        if exact:
+            tol = EXACT_TOL
+            background = replace(background, tolerance=tol)
+        level = edge_level(grads, band)
         found = list(
             pool.map(lambda i: find_pockets(lab[i], grads[i], surface, coefs[i], tol, min_hole, level), range(t))
         )
         sprite = list(pool.map(lambda f: ~f[2], found))  # not connected to the border background
         drawn = drawn_pockets(lab, sprite, [f[3] for f in found], map_=pool.map)
+        for i, (_, _, bg, labels, _) in enumerate(found):
+            bg |= (labels > 0) & ~drawn[i]  # pockets that are no drawn part: background seen through
+        bgs = [f[2] for f in found]
+        if not exact:  # on a noisy key a graph cut decides the uncertain pixels (see :mod:`.decide`)
+            bgs = decide_frames(
+                pool, lab, grads, level, [f[0] for f in found], [f[1] for f in found], bgs, WEAK * tol, band
+            )
+        rim = soft_edge_width([f[1] for f in found], bgs) if exact else RIM
         rgb = np.empty_like(frames)
         alpha = np.empty((t, h, w), np.float32)
         speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
 
         def matte(i: int) -> None:
-            model, dist, bg, labels, seen = found[i]
-            bg |= (labels > 0) & ~drawn[i]  # pockets that are no drawn part: background seen through
-            matte_frame(frames[i], dist, model, bg, tol, speck, seen & ~bg, out=(rgb[i], alpha[i]))
+            model, dist, _, _, seen = found[i]
+            matte_frame(frames[i], dist, model, bgs[i], tol, speck, seen & ~bgs[i], rim, out=(rgb[i], alpha[i]))
 
         jobs = [pool.submit(matte, i) for i in range(t)]
         try:
@@ -370,13 +388,14 @@ def matte_frame(
     tol: float,
     speck: int,
     seen: np.ndarray | None = None,
+    rim: int = 4,
     out: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(rgb, alpha)`` of one frame given its distance map, background ``model`` and background region ``bg``
-    (``seen``: near-key parts behind an edge, opaque inside the rim though their colour is the key's), written
-    into ``out`` when given (a frame of the clip's arrays)."""
+    (``seen``: near-key parts behind an edge, opaque inside the rim though their colour is the key's; ``rim``:
+    how deep the soft edge unmixed is), written into ``out`` when given (a frame of the clip's arrays)."""
     fg = remove_specks(~bg, speck, dist >= WEAK * tol)
-    rgb, alpha = unmix(frame, fg, dist, tol, model, seen=seen, out=out)
+    rgb, alpha = unmix(frame, fg, dist, tol, model, rim=rim, seen=seen, out=out)
     if speck:  # unmixing can leave compression blocks next to the sprite more opaque than not
         opaque = alpha >= 0.5
         alpha[opaque & ~remove_specks(opaque, speck)] = 0.0

@@ -58,11 +58,23 @@ def rendered_clip(
     width: int = 320,
     height: int = 320,
     gif: bool = False,
+    generated: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(frames uint8 [T,H,W,3], true alpha float32 [T,H,W])`` of a shaded character on ``key``."""
+    """``(frames uint8 [T,H,W,3], true alpha float32 [T,H,W])`` of a shaded character on ``key``.
+
+    ``generated`` puts it on a key as a video model draws one: a vignette, a horizontal gradient and
+    per-frame Gaussian noise (σ 0.012), as :func:`.sprite_sources.composite` does.
+    """
     rgba = _rgba(character, view, frames, width, height)
     alpha = rgba[..., 3].astype(np.float32) / 255.0
     colour = np.clip(rgba[..., :3].astype(np.float32) * shade, 0, 255)
-    keyed = colour * alpha[..., None] + np.asarray(key, np.float32) * (1.0 - alpha[..., None])
+    back = np.broadcast_to(np.asarray(key, np.float32), colour.shape)
+    if generated:
+        yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
+        r2 = ((xx - width / 2) / (width / 2)) ** 2 + ((yy - height / 2) / (height / 2)) ** 2
+        back = back * (0.96 + 0.04 * (1 - r2) + 0.02 * (xx / width - 0.5))[..., None]
+    keyed = colour * alpha[..., None] + back * (1.0 - alpha[..., None])
+    if generated:
+        keyed = keyed + np.random.default_rng(0).normal(0, 0.012 * 255, keyed.shape).astype(np.float32)
     keyed = np.clip(np.rint(keyed), 0, 255).astype(np.uint8)
     return (gif_dithered(keyed) if gif else keyed), alpha

@@ -1,0 +1,258 @@
+"""Deciding the matte's uncertain pixels with a graph cut: colour under the noise, and edges.
+
+The key model (:mod:`.matte`) is right about most of a frame: the flat key far from the character is
+background, colours far from the key are character.  It is wrong where the character's own colours come
+within the key's tolerance: pale clothing on a grey key under GIF dithering (the dithering inflates the
+tolerance to ΔE 5-8, more than the vest's offset), a body shaded through the key's grey.  Two kinds of
+evidence that colour-per-pixel misses decide those pixels here:
+
+- **Colour under the noise**: dithering and per-pixel noise are high-frequency, so on a further-averaged
+  image (a 5x5 box over the 3x3-averaged Lab) the key's noise shrinks several times while a part's offset
+  from the key stays.  Its distance to the background model, in units of the same figure measured on the
+  border band, is the unary term: below 1 background, above 1 character, in proportion.
+- **Edges**: a part is separated from the key by a visible step.  Neighbouring pixels pay to be cut apart
+  in proportion to ``exp(-(gradient / edge level)²)`` (the fine 3x3 gradient, the clip's edge level), so the
+  cut follows the silhouette's step, not the blur's halo, and closes over a part's shading where there is
+  no step.
+
+Only the uncertain pixels are decided: those of the background region near the character, and the
+character's own near-key pixels.  Background far from anything off the key, and the character's clearly
+off-key pixels (and the parts the matte already kept for reasons of shape or time: drawn pockets, parts
+behind an edge) are fixed terminals of the graph.  PyMaxflow's Boykov–Kolmogorov solver cuts the graph of
+the sprite's box: a few ms per frame.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Executor
+
+import cv2
+import maxflow
+import numpy as np
+
+# The further average over the 3x3-averaged Lab (px): dithering's error diffusion averages out within it.
+HEAVY = 5
+# Cost of cutting two calm neighbours apart, in units of a pixel one noise unit off the threshold.
+SMOOTH = 2.0
+# The unary term saturates at this many noise units (a clear part needs no more).
+CAP = 3.0
+# A part the cut adds to the character survives an opening by this many px and has this mean evidence (noise units).
+OPEN = 3
+CLEAR = 6.0
+
+
+def denoised(lab: np.ndarray, near_key: np.ndarray) -> np.ndarray:
+    """A frame's Lab ``[H,W,3]`` averaged once more over ``HEAVY`` x ``HEAVY`` px, over the ``near_key`` pixels
+    only (normalised convolution): a clear part's colour does not spill into the key around it.  Where no
+    near-key pixel is in reach (inside a clear part) the frame's own colour."""
+    weight = near_key.astype(np.float32)
+    total = cv2.blur(lab * weight[..., None], (HEAVY, HEAVY))
+    count = cv2.blur(weight, (HEAVY, HEAVY))
+    none = count < 1e-3
+    total /= np.maximum(count, 1e-3)[..., None]
+    total[none] = lab[none]
+    return total
+
+
+def key_distance(heavy: np.ndarray, model: np.ndarray) -> np.ndarray:
+    """ΔE per pixel between two Lab images (the three channels summed by hand: numpy's reduction over a last
+    axis of 3 is several times slower)."""
+    d = heavy - model
+    d *= d
+    return np.sqrt(d[..., 0] + d[..., 1] + d[..., 2])
+
+
+def denoised_tolerance(resid: np.ndarray, low: float = 0.75) -> float:
+    """The ΔE on the denoised image at which a pixel stops looking like the key: twice the border residuals'
+    median ``resid`` (about 3σ of Gaussian noise; the cut's smoothness, not a wide margin, absorbs the
+    tail), at least ``low``."""
+    return max(low, 2.0 * float(np.median(resid))) if len(resid) else low
+
+
+def decide(z: np.ndarray, grad: np.ndarray, level: float, bg: np.ndarray) -> np.ndarray:
+    """The background of one frame after the cut (bool ``[H,W]``, a subset of ``bg``).
+
+    ``z`` is the denoised key distance in noise units, ``grad`` the fine Lab gradient and ``level`` the clip's
+    edge level; ``bg`` the key model's background region (enclosed pockets included, drawn parts not):
+    everything else is character and stays so.  Of the background, the cut may give the character the clear
+    parts it finds (:func:`clear_parts`).
+    """
+    if not (bg & (z >= CLEAR)).any():
+        return bg.copy()  # no background pixel clearly off the key: no part to gain (clear_parts' mean)
+    # The graph's nodes: the background's regions of evidence against the key that touch the character (a
+    # part lost to the key's tolerance is attached to the character; a misfit of the key model far from it is
+    # not) and hold clear evidence somewhere, and a pixel around them.  Every other pixel keeps the key model's
+    # decision and enters the cut as a terminal beside its neighbours.
+    doubt = (bg & (z > 1.0)).view(np.uint8)
+    n, labels = cv2.connectedComponents(doubt, connectivity=8)
+    touching = np.zeros(n, bool)
+    touching[labels[(cv2.dilate((~bg).view(np.uint8), np.ones((3, 3), np.uint8)) > 0) & (doubt > 0)]] = True
+    clear = np.zeros(n, bool)
+    clear[labels[bg & (z >= CLEAR)]] = True
+    touching &= clear
+    touching[0] = False
+    seeds = touching[labels].view(np.uint8)
+    x, y, bw, bh = cv2.boundingRect(seeds)
+    if not (bw and bh):
+        return bg.copy()
+    # Work inside the seeds' box plus the pixel around them and one more for their neighbours.
+    hh, ww = bg.shape
+    box = (slice(max(0, y - 2), min(hh, y + bh + 2)), slice(max(0, x - 2), min(ww, x + bw + 2)))
+    bgc, zc = bg[box], z[box]
+    free = bgc & (cv2.dilate(seeds[box], np.ones((3, 3), np.uint8)) > 0)
+    ys, xs = np.nonzero(free)
+    ids = np.full(bgc.shape, -1, np.int64)
+    ids[ys, xs] = np.arange(len(ys))
+    score = np.clip(zc[ys, xs] - 1.0, -1.0, CAP)
+    source = np.maximum(score, 0.0)  # paid when labelled background
+    sink = np.maximum(-score, 0.0)  # paid when labelled character
+    calm = SMOOTH * np.exp(-((grad[box] / level) ** 2))
+    graph = maxflow.Graph[float]()
+    graph.add_nodes(len(ys))
+    h, w = bgc.shape
+    for dy, dx in ((0, 1), (1, 0)):
+        a_ids, b_ids = ids[: h - dy, : w - dx], ids[dy:, dx:]
+        weight = np.minimum(calm[: h - dy, : w - dx], calm[dy:, dx:])
+        a_bg, b_bg = bgc[: h - dy, : w - dx], bgc[dy:, dx:]
+        both = (a_ids >= 0) & (b_ids >= 0)
+        graph.add_edges(a_ids[both], b_ids[both], weight[both], weight[both])
+        for mine, other, other_bg in ((a_ids, b_ids, b_bg), (b_ids, a_ids, a_bg)):
+            edge = (mine >= 0) & (other < 0)
+            # A fixed character neighbour is paid for when this node goes to the background, a fixed background
+            # neighbour when it goes to the character.
+            part, back = edge & ~other_bg, edge & other_bg
+            source += np.bincount(mine[part], weights=weight[part], minlength=len(ys))
+            sink += np.bincount(mine[back], weights=weight[back], minlength=len(ys))
+    nodes = np.arange(len(ys))
+    graph.add_grid_tedges(nodes, source, sink)
+    graph.maxflow()
+    cut = np.zeros(bgc.shape, bool)  # taken from the background by the cut
+    cut[ys, xs] = ~graph.get_grid_segments(nodes)
+    out_bg = bg.copy()
+    out_bg[box] &= ~clear_parts(cut, zc)
+    return out_bg
+
+
+def clear_parts(gained: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """The pixels the cut took from the key model's background that form parts: what survives an opening
+    by ``OPEN`` px (a soft edge's faint fringe and a thin gap's blurred sides do not), in connected regions
+    whose mean denoised evidence ``z`` is at least ``CLEAR`` noise units."""
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * OPEN + 1, 2 * OPEN + 1))
+    opened = cv2.morphologyEx(gained.view(np.uint8), cv2.MORPH_OPEN, kernel)
+    n, labels = cv2.connectedComponents(opened, connectivity=4)
+    if n <= 1:
+        return opened.astype(bool)
+    flat = labels.ravel()
+    mean = np.bincount(flat, weights=z.ravel(), minlength=n) / np.maximum(np.bincount(flat, minlength=n), 1)
+    keep = mean >= CLEAR
+    keep[0] = False
+    return keep[labels]
+
+
+def decide_frames(
+    pool: Executor,
+    lab: np.ndarray,
+    grads: list[np.ndarray],
+    level: float,
+    models: list[np.ndarray],
+    dists: list[np.ndarray],
+    bgs: list[np.ndarray],
+    strong: float,
+    band: np.ndarray,
+) -> list[np.ndarray]:
+    """Per frame the background after the cut (see :func:`decide`), from the key model's per-frame
+    ``models``, key distances ``dists`` and background regions ``bgs``; ``strong`` is the key distance (ΔE)
+    beyond which a pixel is clearly off the key (left out of the denoising average), ``band`` the border
+    band where the denoised key's noise is measured (its outer ``HEAVY // 2`` px left out: the box filter
+    reflects there)."""
+    heavy = list(pool.map(lambda i: denoised(lab[i], dists[i] < strong), range(len(lab))))
+    inner = band.copy()
+    r = HEAVY // 2
+    inner[:r], inner[-r:], inner[:, :r], inner[:, -r:] = False, False, False, False
+    inner = inner if inner.any() else band
+    resid = np.concatenate([key_distance(hv[inner], m[inner]) for hv, m in zip(heavy, models, strict=True)])
+    heavy_tol = denoised_tolerance(resid[resid <= 6.0 * np.median(resid) + 1.0])  # the character touching the border
+    return list(
+        pool.map(
+            lambda i: decide(key_distance(heavy[i], models[i]) / heavy_tol, grads[i], level, bgs[i]), range(len(lab))
+        )
+    )
+
+
+# A key is noise-free when 99 % of its border pixels are within this (RGB, 0..1) of the border's median colour in
+# every channel and frame: a render or a drawing composited on one solid colour (8-bit rounding aside).  RGB, not
+# Lab: Lab squeezes the noise of a dark key (a video model's black) below any threshold.
+EXACT_NOISE = 1.5 / 255
+# Off the key by at most this (RGB): faint.  Around a noise-free key most pixels are a rim's mix with the
+# character (measured: at most 38 % faint on renders and on plain or GIF sprites; 60-100 % after JPEG or H.264).
+FAINT = 6 / 255
+# The tolerance on such a key (unaveraged Lab: nothing to average away, and the 3x3 average would smear the
+# character's 1-px anti-aliased rim over the key around it).
+EXACT_TOL = 0.3
+# A ring of the character's rim is a soft edge (a mix of key and part) while its key distance is below this
+# share of the next ring's, inward; the widest soft edge looked for.
+MIXED = 0.9
+MAX_RIM = 4
+WIDTH_FRAMES = 4
+# Rim pixels whose next ring inward is at least this far from the key (ΔE) measure the soft edge: the share
+# is noise on a part close to the key.
+CONTRAST = 10.0
+
+
+def noise_free(frames: np.ndarray, band: np.ndarray) -> bool:
+    """Whether the clip's key is one noise-free colour (the pixels around the key are looked at on up to
+    ``WIDTH_FRAMES`` frames spread over the clip); the matte then works on the unaveraged Lab.
+
+    Noise-free: 99 % of the border's pixels within ``EXACT_NOISE`` of its median colour in every channel
+    and frame, and the pixels just around that exact key mostly a visible step off it (a render's
+    anti-aliased rim), not faint (``FAINT``: compression rings around a sprite while a flat border encodes
+    exactly, so a JPEG or H.264 clip on black or a clean key passes the border test).  On a noise-free key
+    the evidence is exact: every pixel off the key by more than rounding is the character or its rim.  A
+    part shaded through the key's colour (a grey body on a grey key) is the key's colour only along a line,
+    not over the pockets and bands that the tolerance of an averaged, noisy key would make of it.
+    """
+    border = frames[:, band]  # [T,N,3]
+    key = np.median(border, axis=1, keepdims=True)
+    if not border.size or float(np.quantile(np.abs(border - key).max(axis=-1), 0.99, axis=1).max()) > EXACT_NOISE:
+        return False
+    faint = total = 0
+    for i in np.unique(np.linspace(0, len(frames) - 1, min(len(frames), WIDTH_FRAMES)).round().astype(int)):
+        d = np.abs(frames[i] - key[i, 0])
+        off = np.maximum(np.maximum(d[..., 0], d[..., 1]), d[..., 2])  # numpy's max over a last axis of 3 is slow
+        n, labels = cv2.connectedComponents((off <= EXACT_NOISE).view(np.uint8), connectivity=4)
+        outer = np.zeros(n, bool)
+        for edge in (labels[0], labels[-1], labels[:, 0], labels[:, -1]):
+            outer[edge] = True
+        outer[0] = False
+        exact = outer[labels]
+        ring = off[(cv2.dilate(exact.view(np.uint8), np.ones((3, 3), np.uint8)) > 0) & ~exact]
+        faint += int(np.count_nonzero(ring <= FAINT))
+        total += len(ring)
+    return not (total and faint > 0.5 * total)
+
+
+def soft_edge_width(dists: list[np.ndarray], bgs: list[np.ndarray]) -> int:
+    """How many px wide the character's soft edge is (1 for a render's anti-aliasing, 3-4 for a 2-3x upscale):
+    the number of rings of the rim, counted inward from the background ``bgs``, whose key distance ``dists``
+    stays below ``MIXED`` x that of the next ring (a mix of key and part gets stronger inward; a part's own
+    colour does not).  ``MAX_RIM`` when no rim has contrast enough to tell.  Measured on up to ``WIDTH_FRAMES``
+    frames spread over the clip (the width is the clip's: its upscale or renderer)."""
+    ratios: dict[int, list[np.ndarray]] = {k: [] for k in range(1, MAX_RIM + 1)}
+    picked = np.unique(np.linspace(0, len(dists) - 1, min(len(dists), WIDTH_FRAMES)).round().astype(int))
+    for dist, bg in ((dists[i], bgs[i]) for i in picked):
+        ring = np.ceil(cv2.distanceTransform((~bg).view(np.uint8), cv2.DIST_L2, 3)).astype(np.int32)
+        for k in ratios:
+            nxt = (ring == k + 1).astype(np.float32)
+            count = cv2.boxFilter(nxt, -1, (3, 3), normalize=False)
+            inner = cv2.boxFilter(dist * nxt, -1, (3, 3), normalize=False) / np.maximum(count, 1e-6)
+            pick = (ring == k) & (count > 0) & (inner >= CONTRAST)
+            ratios[k].append(dist[pick] / inner[pick])
+    width = 0
+    for k in ratios:
+        values = np.concatenate(ratios[k])
+        if len(values) < 16:
+            return MAX_RIM if width == 0 else width
+        if float(np.median(values)) >= MIXED:
+            break
+        width = k
+    return max(width, 1)

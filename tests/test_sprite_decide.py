@@ -1,0 +1,74 @@
+"""The matte's decisions beyond the key colour (nodes/sprite/decide.py): a noise-free key is recognised as
+such, the soft edge's width is measured from the rim, and the graph cut gives the character a pale part the
+noisy key's tolerance swallowed, without filling a gap between the legs."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+from gameanim.nodes.sprite import decide, matte
+from support.sprite_sources import gif_dithered
+
+
+def disc_clip(key: float, part: float, scale: int, noise: float = 0.0, t: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """A grey disc (``part``) drawn at 1/``scale`` size with anti-aliasing, upscaled ``scale``x bilinear on a
+    flat ``key``: ``(frames [T,H,W,3], truth alpha [T,H,W])``."""
+    small = np.zeros((48, 64), np.float32)
+    cv2.circle(small, (32, 24), 14, 1.0, -1, lineType=cv2.LINE_AA)
+    alpha = np.clip(cv2.resize(small, None, fx=scale, fy=scale, interpolation=cv2.INTER_LINEAR), 0, 1)
+    frame = alpha[..., None] * part + (1 - alpha[..., None]) * key
+    rng = np.random.default_rng(0)
+    frames = np.stack([frame + rng.normal(0, noise, frame.shape) for _ in range(t)]).astype(np.float32)
+    frames = np.clip(np.rint(np.repeat(frames, 3, axis=-1) * 255) / 255, 0, 1).astype(np.float32)
+    return frames, np.repeat(alpha[None], t, axis=0)
+
+
+def test_noise_free_key_is_recognised_and_a_noisy_one_is_not():
+    frames, _ = disc_clip(0.5, 0.9, 1)
+    band = matte.border_mask(*frames.shape[1:3], 4)
+    assert decide.noise_free(frames, band)
+    noisy, _ = disc_clip(0.5, 0.9, 1, noise=0.004)
+    assert not decide.noise_free(noisy, band)
+    # A dark key hides noise in Lab (L is nearly flat near black); the test is on RGB.
+    dark, _ = disc_clip(0.0, 0.9, 1, noise=0.01)
+    assert not decide.noise_free(np.clip(dark, 0, 1), band)
+
+
+def test_soft_edge_width_follows_the_upscale():
+    widths = {}
+    for scale in (1, 3):
+        frames, _ = disc_clip(0.5, 0.95, scale)
+        lab = matte.to_lab(frames)
+        key = lab[:, :1, :1]
+        dists = [matte.distance(f, key[i]) for i, f in enumerate(lab)]
+        bgs = [matte.background_region(d, decide.EXACT_TOL) for d in dists]
+        widths[scale] = decide.soft_edge_width(dists, bgs)
+    assert widths[1] == 1 and widths[3] >= 2, widths  # a render's 1-px anti-aliasing; an upscale's wider ramp
+
+
+def test_cut_gives_back_a_pale_part_under_dithering_and_keeps_gaps(monkeypatch):
+    """A pale square (ΔE ~4.5 above a mid-grey key) joined to a dark body, under noise and GIF dithering
+    whose tolerance covers it, and a key-coloured gap inside the body: the cut keeps the square (the key
+    model alone keys it out) and leaves the gap open."""
+    h, w = 120, 160
+    truth = np.zeros((h, w), np.float32)
+    truth[30:90, 40:80] = 1  # dark body
+    truth[40:80, 80:120] = 1  # pale part beside it
+    gap = np.zeros((h, w), bool)
+    gap[50:70, 52:68] = True
+    truth[gap] = 0
+    colour = np.where(truth[..., None] > 0, 0.15, 0.5).astype(np.float32) * np.ones(3, np.float32)
+    colour[40:80, 80:120] = 0.56
+    rng = np.random.default_rng(3)
+    noisy = np.stack([np.clip(colour + rng.normal(0, 0.012, colour.shape), 0, 1) for _ in range(3)])
+    frames = gif_dithered(np.rint(noisy * 255).astype(np.uint8)).astype(np.float32) / 255
+    _, alpha, _ = matte.remove_background(frames)
+    pale = np.zeros((h, w), bool)
+    pale[43:77, 83:117] = True
+    assert (alpha[:, pale] > 0.5).mean() >= 0.95
+    with monkeypatch.context() as patch:  # the key model alone: its noise-widened tolerance swallows the part
+        patch.setattr(matte, "decide_frames", lambda *args: args[6])
+        _, alone, _ = matte.remove_background(frames)
+    assert (alone[:, pale] > 0.5).mean() <= 0.05
+    inner_gap = cv2.erode(gap.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+    assert (alpha[:, inner_gap] < 0.5).mean() >= 0.99
