@@ -30,6 +30,8 @@ import cv2
 import maxflow
 import numpy as np
 
+from .regions import around, border_connected
+
 # The further average over the 3x3-averaged Lab (px): dithering's error diffusion averages out within it.
 HEAVY = 5
 # Cost of cutting two calm neighbours apart, in units of a pixel one noise unit off the threshold.
@@ -213,22 +215,26 @@ def noise_free(frames: np.ndarray, band: np.ndarray) -> bool:
     """
     border = frames[:, band]  # [T,N,3]
     key = np.median(border, axis=1, keepdims=True)
-    if not border.size or float(np.quantile(np.abs(border - key).max(axis=-1), 0.99, axis=1).max()) > EXACT_NOISE:
+    if not border.size or float(np.quantile(channel_max(np.abs(border - key)), 0.99, axis=1).max()) > EXACT_NOISE:
         return False
     faint = total = 0
     for i in np.unique(np.linspace(0, len(frames) - 1, min(len(frames), WIDTH_FRAMES)).round().astype(int)):
-        d = np.abs(frames[i] - key[i, 0])
-        off = np.maximum(np.maximum(d[..., 0], d[..., 1]), d[..., 2])  # numpy's max over a last axis of 3 is slow
-        n, labels = cv2.connectedComponents((off <= EXACT_NOISE).view(np.uint8), connectivity=4)
-        outer = np.zeros(n, bool)
-        for edge in (labels[0], labels[-1], labels[:, 0], labels[:, -1]):
-            outer[edge] = True
-        outer[0] = False
-        exact = outer[labels]
-        ring = off[(cv2.dilate(exact.view(np.uint8), np.ones((3, 3), np.uint8)) > 0) & ~exact]
-        faint += int(np.count_nonzero(ring <= FAINT))
-        total += len(ring)
+        near = cv2.inRange(frames[i], key[i, 0] - EXACT_NOISE, key[i, 0] + EXACT_NOISE) > 0  # every channel within
+        exact = border_connected(near)
+        box = around(~exact)  # the ring lies inside it, and so do its pixels' neighbours
+        if box is None:
+            continue
+        exact = exact[box]
+        ring = (cv2.dilate(exact.view(np.uint8), np.ones((3, 3), np.uint8)) > 0) & ~exact
+        off = channel_max(np.abs(frames[i][box][ring] - key[i, 0]))
+        faint += int(np.count_nonzero(off <= FAINT))
+        total += len(off)
     return not (total and faint > 0.5 * total)
+
+
+def channel_max(values: np.ndarray) -> np.ndarray:
+    """The largest of the three channels of ``values [..., 3]`` (numpy's max over a last axis of 3 is slow)."""
+    return np.maximum(np.maximum(values[..., 0], values[..., 1]), values[..., 2])
 
 
 def soft_edge_width(dists: list[np.ndarray], bgs: list[np.ndarray]) -> int:
@@ -240,6 +246,12 @@ def soft_edge_width(dists: list[np.ndarray], bgs: list[np.ndarray]) -> int:
     ratios: dict[int, list[np.ndarray]] = {k: [] for k in range(1, MAX_RIM + 1)}
     picked = np.unique(np.linspace(0, len(dists) - 1, min(len(dists), WIDTH_FRAMES)).round().astype(int))
     for dist, bg in ((dists[i], bgs[i]) for i in picked):
+        # Inside the character's box and 3 px of background around it (every ring and 3x3 window within): the
+        # same rings and sums as over the whole frame.
+        box = around(~bg, 3)
+        if box is None:
+            continue
+        dist, bg = dist[box], bg[box]
         ring = np.ceil(cv2.distanceTransform((~bg).view(np.uint8), cv2.DIST_L2, 3)).astype(np.int32)
         for k in ratios:
             nxt = (ring == k + 1).astype(np.float32)

@@ -17,14 +17,14 @@ def sprite_box(mask: np.ndarray) -> tuple[slice, slice] | None:
     return (slice(y, y + h), slice(x, x + w)) if w and h else None
 
 
-def around(mask: np.ndarray) -> tuple[slice, slice] | None:
-    """The bounding box of ``mask`` grown by one pixel on each side, within the frame (None when empty)."""
+def around(mask: np.ndarray, margin: int = 1) -> tuple[slice, slice] | None:
+    """The bounding box of ``mask`` grown by ``margin`` pixels on each side, within the frame (None when empty)."""
     box = sprite_box(mask)
     if box is None:
         return None
     h, w = mask.shape
-    return slice(max(0, box[0].start - 1), min(h, box[0].stop + 1)), slice(
-        max(0, box[1].start - 1), min(w, box[1].stop + 1)
+    return slice(max(0, box[0].start - margin), min(h, box[0].stop + margin)), slice(
+        max(0, box[1].start - margin), min(w, box[1].stop + margin)
     )
 
 
