@@ -68,10 +68,23 @@ CORE = 0.25
 GREY_CHROMA = 20.0
 # Depth (px) of the rim that is unmixed on a noisy key: JPEG's chroma subsampling bleeds a saturated key that far.
 RIM = 4
+# The weak band's chroma noise is scaled down to the lightness noise by at most this factor, and only when it is
+# above MIN_NOISE (ΔE, robust σ of the 3x3-averaged border): see noise_weights.
+MAX_WHITEN = 3.0
+MIN_NOISE = 0.1
 
 
 class NotSolidError(InputError):
     """The clip's background is not a solid key (the message has the numbers and what to do)."""
+
+
+@dataclass(frozen=True)
+class Weak:
+    """The weak band in the key's noise units: pixels within ``WEAK·tolerance`` of the key once each Lab
+    channel is scaled by ``weights`` (see :func:`noise_weights`)."""
+
+    weights: np.ndarray  # float32 [3]
+    tolerance: float
 
 
 @dataclass(frozen=True)
@@ -199,12 +212,15 @@ def solve(basis: np.ndarray, values: np.ndarray) -> np.ndarray:
     return np.linalg.solve(gram, basis.T @ values).astype(np.float32)
 
 
-def distance(values: np.ndarray, model: np.ndarray) -> np.ndarray:
-    """Euclidean distance along the last axis of 3 (ΔE76 for Lab values).
+def distance(values: np.ndarray, model: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """Euclidean distance along the last axis of 3 (ΔE76 for Lab values), each channel scaled by ``weights``
+    when given (the clip's :func:`noise_weights`).
 
     Summing the three channels by hand: numpy's reduction over a last axis of 3 is ~5x slower.
     """
     d = values - model
+    if weights is not None:
+        d *= weights
     d *= d
     return np.sqrt(d[..., 0] + d[..., 1] + d[..., 2])
 
@@ -263,10 +279,10 @@ def remove_background(
             lab_gradient(lab[i], out=grads[i])
 
         list(pool.map(colour, range(t)))
-        coefs, tol, resid = fit_backgrounds(lab, surface, border, low, pool.map)
+        coefs, tol, resid, weak = fit_backgrounds(lab, surface, border, low, pool.map)
         background = describe(surface, coefs, tol, resid, high, min_solid_fraction)
         if exact:
-            tol = EXACT_TOL
+            tol, weak = EXACT_TOL, None
             background = replace(background, tolerance=tol)
         level = edge_level(grads, band)
         found = list(
@@ -288,7 +304,19 @@ def remove_background(
 
         def matte(i: int) -> None:
             model, dist, _, _, seen = found[i]
-            matte_frame(frames[i], dist, model, bgs[i], tol, speck, seen & ~bgs[i], rim, out=(rgb[i], alpha[i]))
+            matte_frame(
+                frames[i],
+                dist,
+                model,
+                bgs[i],
+                tol,
+                speck,
+                seen & ~bgs[i],
+                rim,
+                out=(rgb[i], alpha[i]),
+                weak=weak,
+                lab=lab[i],
+            )
 
         jobs = [pool.submit(matte, i) for i in range(t)]
         try:
@@ -333,10 +361,34 @@ def describe(
     return Background(np.clip(key, 0, 1).astype(np.float32), fraction, solid, tol, gradient)
 
 
+def noise_weights(resid: np.ndarray) -> np.ndarray | None:
+    """Per Lab channel weights ``[3]`` that bring the key's chroma noise down to its lightness noise, from the
+    border's residual vectors ``resid [N,3]`` (Lab minus the background model); None when there is nothing
+    to whiten.
+
+    On a neutral key a video model's per-channel RGB noise lands mostly in a* and b* (measured on grey keys:
+    σ 0.3 in L, 0.7 in a* and b* after the 3x3 average), so the tolerance, a Euclidean ΔE, is inflated by
+    chroma noise, and four times it (the weak band, :data:`WEAK`) swallows parts offset from the key in
+    lightness alone: a white belly on a light grey key (ΔE 18), whose rim was then unmixed against a mean
+    mixed with the dark body around it and went transparent.  In noise units that offset counts in full.
+    Only chroma is scaled down, by at most ``MAX_WHITEN``: where the lightness is the noisier channel (H.264
+    keeps luma noise and drops chroma) nothing is.
+    """
+    if len(resid) < 16:
+        return None
+    spread = 1.4826 * np.median(np.abs(resid - np.median(resid, axis=0)), axis=0)  # robust σ per channel
+    chroma = float(np.sqrt(0.5 * (spread[1] ** 2 + spread[2] ** 2)))
+    if chroma < MIN_NOISE or chroma <= spread[0]:
+        return None
+    scale = max(float(spread[0]) / chroma, 1.0 / MAX_WHITEN)
+    return np.array([1.0, scale, scale], np.float32)
+
+
 def fit_backgrounds(
     lab: np.ndarray, surface: Surface, border: int, low: float, map_: Callable = map
-) -> tuple[list, float, np.ndarray]:
-    """``(surface coefficients per frame, tolerance, border residuals)`` of a clip's Lab frames.
+) -> tuple[list, float, np.ndarray, Weak | None]:
+    """``(surface coefficients per frame, tolerance, border residuals, weak band in noise units)`` of a clip's
+    Lab frames (the weak band: see :func:`noise_weights`; None where the noise needs no whitening).
 
     Pass 1 fits each frame's surface to the border band (every other pixel of it) and measures the
     tolerance from the residuals, pooled over the clip.  Pass 2 refits on everything pass 1 calls
@@ -359,11 +411,14 @@ def fit_backgrounds(
         sample = background_region(distance(small, coarse @ coef), tol)
         if sample.sum() > 64:
             coef = fit_surface(coarse[sample], small[sample], tol)
-        return coef, distance(border_fits[i][2], edge @ coef)
+        return coef, border_fits[i][2] - edge @ coef
 
     fits = list(map_(second, range(len(lab))))
-    resid = np.concatenate([resid for _, resid in fits])
-    return [coef for coef, _ in fits], noise_tolerance(resid, low), resid
+    offsets = np.concatenate([off for _, off in fits])
+    resid = distance(offsets, np.float32(0))
+    weights = noise_weights(offsets)
+    weak = None if weights is None else Weak(weights, noise_tolerance(distance(offsets, np.float32(0), weights), low))
+    return [coef for coef, _ in fits], noise_tolerance(resid, low), resid, weak
 
 
 def find_pockets(
@@ -390,12 +445,15 @@ def matte_frame(
     seen: np.ndarray | None = None,
     rim: int = 4,
     out: tuple[np.ndarray, np.ndarray] | None = None,
+    weak: Weak | None = None,
+    lab: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(rgb, alpha)`` of one frame given its distance map, background ``model`` and background region ``bg``
     (``seen``: near-key parts behind an edge, opaque inside the rim though their colour is the key's; ``rim``:
-    how deep the soft edge unmixed is), written into ``out`` when given (a frame of the clip's arrays)."""
+    how deep the soft edge unmixed is; ``weak``, with the frame's ``lab``: the weak band in noise units),
+    written into ``out`` when given (a frame of the clip's arrays)."""
     fg = remove_specks(~bg, speck, dist >= WEAK * tol)
-    rgb, alpha = unmix(frame, fg, dist, tol, model, rim=rim, seen=seen, out=out)
+    rgb, alpha = unmix(frame, fg, dist, tol, model, rim=rim, seen=seen, out=out, weak=weak, lab=lab)
     if speck:  # unmixing can leave compression blocks next to the sprite more opaque than not
         opaque = alpha >= 0.5
         alpha[opaque & ~remove_specks(opaque, speck)] = 0.0
@@ -547,13 +605,16 @@ def unmix(
     rim: int = 4,
     seen: np.ndarray | None = None,
     out: tuple[np.ndarray, np.ndarray] | None = None,
+    weak: Weak | None = None,
+    lab: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Despilled colour and alpha ``(rgb, alpha)`` of one frame given its foreground region and Lab background
     ``model``, written into ``out`` when given.
 
     Opaque: foreground deeper than ``rim`` px whose colour is clearly not the key.  Unmixed: the
     rim (soft, anti-aliased or upscaled edges) and weak pixels (within ``WEAK·tol`` of the key:
-    compression and chroma bleed in narrow pockets), against the background model at that pixel,
+    compression and chroma bleed in narrow pockets; in the key's noise units when ``weak`` and the frame's
+    ``lab`` are given), against the background model at that pixel,
     with ``F`` the mean of the nearby opaque pixels.  A pixel that is not on the line from the key
     to ``F`` is tried against the inner colour of its own part (a dark leg next to a red body); if
     that does not explain it either and it lies deeper than the rim, it is a colour of its own (skin
@@ -573,7 +634,11 @@ def unmix(
     x0, y0 = max(0, x - window), max(0, y - window)
     x1, y1 = min(w, x + bw + window), min(h, y + bh + window)
     crop, fg_c, dist_c = frame[y0:y1, x0:x1], fg[y0:y1, x0:x1], dist[y0:y1, x0:x1]
-    weak_c = dist_c < WEAK * tol
+    # Nearness to the key, in the key's noise units where they differ from ΔE (see noise_weights).
+    near_c, near_tol = dist_c, tol
+    if weak is not None and lab is not None:
+        near_c, near_tol = distance(lab[y0:y1, x0:x1], model[y0:y1, x0:x1], weak.weights), weak.tolerance
+    weak_c = near_c < WEAK * near_tol
     if seen is not None:
         weak_c &= ~seen[y0:y1, x0:x1]
     depth = cv2.distanceTransform(fg_c.astype(np.uint8), cv2.DIST_L2, 3)
@@ -605,7 +670,7 @@ def unmix(
         # Foreground too close to the key to unmix, or a colour of its own: known foreground.
         # Closer to the key than the outline between it and the background: a pale part behind a dark line.
         behind = (depth[ys, xs] > 1.5) & (
-            outline_peak(dist_c, depth, rim)[ys, xs] - dist_c[ys, xs] > PAST * max(tol, 1.0)
+            outline_peak(near_c, depth, rim)[ys, xs] - near_c[ys, xs] > PAST * max(near_tol, 1.0)
         )
         a = np.where((norm2 < 0.05**2) | own_colour | behind, 1.0, proj).astype(np.float32)
         a[a < 0.05] = 0.0  # below noise: no semi-transparent dust around the sprite
