@@ -234,3 +234,23 @@ def test_part_behind_an_outline_stays_opaque_on_its_own_key_grey(key, inner):
     _, alpha, _ = matte.remove_background(frames)
     assert (alpha[0][part] > 0.5).mean() > 0.99
     assert alpha[0][0:10].max() == 0.0  # the key itself stays transparent
+
+
+def test_noise_weights_scale_chroma_noise_down_to_lightness_noise_on_a_neutral_key():
+    rng = np.random.default_rng(0)
+    size = (64, 4096, 3)
+
+    def border_offsets(rgb: np.ndarray) -> np.ndarray:
+        lab = matte.to_lab(rgb)
+        return (lab - np.median(lab.reshape(-1, 3), axis=0)).reshape(-1, 3)
+
+    grey = np.full(size, 0.8, np.float32)
+    noisy = np.clip(grey + rng.normal(0, 1 / 255, size), 0, 1).astype(np.float32)  # RGB noise: large a*, b* noise
+    weights = matte.noise_weights(border_offsets(noisy))
+    assert weights is not None and weights[0] == 1.0
+    assert 1 / matte.MAX_WHITEN <= weights[1] == weights[2] < 0.6
+    whitened = np.std(border_offsets(noisy) * weights, axis=0)
+    assert whitened[1] == pytest.approx(whitened[0], rel=0.2)  # chroma noise now as large as lightness noise
+    luma = matte.from_lab(matte.to_lab(grey) + rng.normal(0, 1.0, size) * np.float32([1, 0, 0]))
+    assert matte.noise_weights(border_offsets(luma.astype(np.float32))) is None  # lightness the noisier: as it is
+    assert matte.noise_weights(border_offsets(grey)) is None  # no noise: nothing to whiten

@@ -127,6 +127,9 @@ NEAR_KEY = [
     ("pingus", "light_grey", "gif"),
     ("frozen_bubble", "light_grey", "gif"),
     ("tuxmath_penguin", "light_grey", "gif"),
+    # The white belly on light grey under a video model's noise: its lightness offset counts in the key's noise
+    # units, not in a ΔE inflated by chroma noise (nodes/sprite/matte.py, noise_weights; before: 0.54 % / 1.00 %).
+    ("tuxmath_penguin", "light_grey", "generated"),
 ]
 
 
@@ -134,3 +137,13 @@ NEAR_KEY = [
 def test_matte_meets_the_bounds_on_near_key_cases(name, key, look):
     median, worst = matte_scores(name, key, look)
     assert median <= 0.005 and worst <= 0.02, (name, key, look, median, worst)
+
+
+@pytest.mark.parametrize("key", ["light_grey", "mid_grey"])
+def test_tux_white_eye_and_belly_on_grey_under_generated_noise(key):
+    """Tux's white belly and eyes (ΔE ~18 from light grey, in lightness) under generated-like noise stay opaque
+    where the weak band and the outline test judge them in the key's noise units.  Measured: 0.61 % / 0.67 %
+    (light grey) and 0.59 % / 0.69 % (mid grey); before, with both in ΔE: 0.88 % / 0.94 % and 0.78 % / 0.93 %.
+    Not yet the 0.5 % bound: a 1-px eye outline drawn within ΔE 4 of the key is still unmixed away."""
+    median, worst = matte_scores("tuxmath_tux", key, "generated")
+    assert median <= 0.007 and worst <= 0.008, (key, median, worst)
