@@ -46,10 +46,10 @@ def test_soft_edge_width_follows_the_upscale():
     assert widths[1] == 1 and widths[3] >= 2, widths  # a render's 1-px anti-aliasing; an upscale's wider ramp
 
 
-def test_cut_gives_back_a_pale_part_under_dithering_and_keeps_gaps(monkeypatch):
-    """A pale square (ΔE ~4.5 above a mid-grey key) joined to a dark body, under noise and GIF dithering
-    whose tolerance covers it, and a key-coloured gap inside the body: the cut keeps the square (the key
-    model alone keys it out) and leaves the gap open."""
+def pale_square_clip() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(frames, pale, inner gap)``: a pale square (ΔE ~4.5 above a mid-grey key, in lightness) joined to a
+    dark body, under noise and GIF dithering whose tolerance covers it, and a key-coloured gap inside the body;
+    ``pale`` and ``inner gap`` are masks of their insides."""
     h, w = 120, 160
     truth = np.zeros((h, w), np.float32)
     truth[30:90, 40:80] = 1  # dark body
@@ -62,13 +62,30 @@ def test_cut_gives_back_a_pale_part_under_dithering_and_keeps_gaps(monkeypatch):
     rng = np.random.default_rng(3)
     noisy = np.stack([np.clip(colour + rng.normal(0, 0.012, colour.shape), 0, 1) for _ in range(3)])
     frames = gif_dithered(np.rint(noisy * 255).astype(np.uint8)).astype(np.float32) / 255
-    _, alpha, _ = matte.remove_background(frames)
     pale = np.zeros((h, w), bool)
     pale[43:77, 83:117] = True
+    return frames, pale, cv2.erode(gap.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+
+
+def test_cut_gives_back_a_pale_part_under_dithering_and_keeps_gaps(monkeypatch):
+    """The cut keeps the pale square (the key model alone, judged in ΔE, keys it out) and leaves the gap open."""
+    frames, pale, inner_gap = pale_square_clip()
+    _, alpha, _ = matte.remove_background(frames)
     assert (alpha[:, pale] > 0.5).mean() >= 0.95
-    with monkeypatch.context() as patch:  # the key model alone: its noise-widened tolerance swallows the part
+    with monkeypatch.context() as patch:  # the key model alone, in ΔE: its noise-widened tolerance swallows the part
         patch.setattr(matte, "decide_frames", lambda *args: args[6])
+        patch.setattr(matte, "noise_weights", lambda resid: None)
         _, alone, _ = matte.remove_background(frames)
     assert (alone[:, pale] > 0.5).mean() <= 0.05
-    inner_gap = cv2.erode(gap.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
     assert (alpha[:, inner_gap] < 0.5).mean() >= 0.99
+
+
+def test_key_model_in_noise_units_keeps_a_pale_part_offset_in_lightness(monkeypatch):
+    """Without the cut, the key model judging the enclosed pocket's inside in the key's noise units (chroma
+    noise scaled to the lightness noise, matte.noise_weights) keeps the pale square, which is offset in
+    lightness only, and still opens the key-coloured gap."""
+    frames, pale, inner_gap = pale_square_clip()
+    monkeypatch.setattr(matte, "decide_frames", lambda *args: args[6])
+    _, alone, _ = matte.remove_background(frames)
+    assert (alone[:, pale] > 0.5).mean() >= 0.95
+    assert (alone[:, inner_gap] < 0.5).mean() >= 0.99

@@ -139,11 +139,20 @@ def test_matte_meets_the_bounds_on_near_key_cases(name, key, look):
     assert median <= 0.005 and worst <= 0.02, (name, key, look, median, worst)
 
 
-@pytest.mark.parametrize("key", ["light_grey", "mid_grey"])
-def test_tux_white_eye_and_belly_on_grey_under_generated_noise(key):
-    """Tux's white belly and eyes (ΔE ~18 from light grey, in lightness) under generated-like noise stay opaque
-    where the weak band and the outline test judge them in the key's noise units.  Measured: 0.61 % / 0.67 %
-    (light grey) and 0.59 % / 0.69 % (mid grey); before, with both in ΔE: 0.88 % / 0.94 % and 0.78 % / 0.93 %.
-    Not yet the 0.5 % bound: a 1-px eye outline drawn within ΔE 4 of the key is still unmixed away."""
-    median, worst = matte_scores("tuxmath_tux", key, "generated")
-    assert median <= 0.007 and worst <= 0.008, (key, median, worst)
+# Generated-look near-key cases not yet within the bounds, judged in the key's noise units (nodes/sprite/matte.py,
+# noise_weights): the measured (median, worst) with a margin, each below the figures before (in ΔE).  Tux's white
+# belly and eyes on greys: 0.61 / 0.67 % and 0.59 / 0.69 % (before 0.88 / 0.94 and 0.78 / 0.93; left: a 1-px eye
+# outline drawn within ΔE 4 of the key is unmixed away); the held-out Frozen-Bubble's grey face on mid grey, an
+# enclosed region whose inside is offset in lightness: 1.43 / 1.79 % (before 3.55 / 3.68).
+GENERATED_NEAR_KEY = {
+    ("tuxmath_tux", "light_grey"): (0.007, 0.008),
+    ("tuxmath_tux", "mid_grey"): (0.007, 0.008),
+    ("frozen_bubble", "mid_grey"): (0.018, 0.022),
+}
+
+
+@pytest.mark.parametrize("name,key", sorted(GENERATED_NEAR_KEY))
+def test_generated_near_key_cases_in_noise_units(name, key):
+    median, worst = matte_scores(name, key, "generated")
+    most_median, most_worst = GENERATED_NEAR_KEY[name, key]
+    assert median <= most_median and worst <= most_worst, (name, key, median, worst)

@@ -72,6 +72,8 @@ RIM = 4
 # above MIN_NOISE (ΔE, robust σ of the 3x3-averaged border): see noise_weights.
 MAX_WHITEN = 3.0
 MIN_NOISE = 0.1
+# An enclosed pocket's mean offset from the key must also be within this many weak-band tolerances (noise units).
+POCKET_NOISE = 2.0
 
 
 class NotSolidError(InputError):
@@ -286,7 +288,7 @@ def remove_background(
             background = replace(background, tolerance=tol)
         level = edge_level(grads, band)
         found = list(
-            pool.map(lambda i: find_pockets(lab[i], grads[i], surface, coefs[i], tol, min_hole, level), range(t))
+            pool.map(lambda i: find_pockets(lab[i], grads[i], surface, coefs[i], tol, min_hole, level, weak), range(t))
         )
         sprite = list(pool.map(lambda f: ~f[2], found))  # not connected to the border background
         drawn = drawn_pockets(lab, sprite, [f[3] for f in found], map_=pool.map)
@@ -422,7 +424,14 @@ def fit_backgrounds(
 
 
 def find_pockets(
-    lab: np.ndarray, grad: np.ndarray, surface: Surface, coef: np.ndarray, tol: float, min_hole: int, level: float
+    lab: np.ndarray,
+    grad: np.ndarray,
+    surface: Surface,
+    coef: np.ndarray,
+    tol: float,
+    min_hole: int,
+    level: float,
+    weak: Weak | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(model, dist, border background, pocket labels, seen)`` of one frame: the first half of the matte,
     before the clip decides which pockets are drawn parts.  ``seen``: near-key parts that an edge (a gradient
@@ -432,7 +441,7 @@ def find_pockets(
     bg = background_region(dist, tol)
     seen = edge_cut(bg, grad, level, min_hole)
     bg &= ~seen
-    return model, dist, bg, pocket_labels(dist, tol, bg, min_hole, lab, model, grad < level), seen
+    return model, dist, bg, pocket_labels(dist, tol, bg, min_hole, lab, model, grad < level, weak), seen
 
 
 def matte_frame(
@@ -525,6 +534,7 @@ def pocket_labels(
     lab: np.ndarray,
     model: np.ndarray,
     calm: np.ndarray | None = None,
+    weak: Weak | None = None,
 ) -> np.ndarray:
     """Label image ``[H,W]`` (int32, 0 = none) of the key-coloured pockets the sprite encloses.
 
@@ -532,7 +542,13 @@ def pocket_labels(
     within ``3·tol`` (compression rings harder in a small pocket) whose *mean* colour offset from the
     ``model`` (``lab - model``, both ``[H,W,3]``) is within ``1.5·tol``: noise and ringing average out
     over a pocket, while a pale part of the character (light shoes on grey) is offset the same way
-    everywhere.  Smaller key-coloured islands (a highlight, white teeth on white) are no pockets.
+    everywhere.  Given ``weak``, the mean of the pocket's inside (left by a 3x3 erosion) must also be within
+    ``POCKET_NOISE`` weak-band tolerances in the key's noise units (see :func:`noise_weights`): on a neutral
+    key under a video model's noise the ΔE tolerance is inflated by chroma noise, and a pale part shaded
+    towards the key (a grey face, a pale square beside a dark body) is offset in lightness, where the noise is
+    small.  The inside, because a gap's rim is mixed with the dark body around it and offset in lightness too
+    (the whole pocket's mean kept arm-body gaps opaque).  Smaller key-coloured islands (a highlight, white teeth on
+    white) are no pockets.
     Whether a pocket is background or a part drawn in the key colour is decided over the clip
     (:func:`.pockets.drawn_pockets`).
     """
@@ -546,7 +562,14 @@ def pocket_labels(
     flat = labels[loose]
     off = lab[box][loose] - model[box][loose]
     mean = np.stack([np.bincount(flat, weights=off[:, c], minlength=n) for c in range(3)], -1)
-    pocket = (area >= min_hole) & (np.linalg.norm(mean / area[:, None], axis=-1) <= 1.5 * tol)
+    offset = mean / area[:, None]
+    pocket = (area >= min_hole) & (np.linalg.norm(offset, axis=-1) <= 1.5 * tol)
+    if weak is not None:  # the inside's mean, in noise units (a pocket with no inside passes)
+        core = loose & (cv2.erode(loose.view(np.uint8), np.ones((3, 3), np.uint8)) > 0)
+        inside, off_core = labels[core], lab[box][core] - model[box][core]
+        inner = np.stack([np.bincount(inside, weights=off_core[:, c], minlength=n) for c in range(3)], -1)
+        inner = inner / np.maximum(np.bincount(inside, minlength=n), 1)[:, None]  # no inside: bincount gives ints
+        pocket &= np.linalg.norm(inner * weak.weights, axis=-1) <= POCKET_NOISE * weak.tolerance
     if calm is not None and grey_key(model[box]):
         pocket &= pocket_inside(loose, labels, n, calm[box]) >= CORE * area
     pocket[0] = False
