@@ -12,7 +12,9 @@ therefore decides *where* the background is, not only *what colour* it is:
 2. **Measure** the tolerance from the clip's own background noise (the spread of the border's
    residuals, pooled over the clip so the edge does not flicker), never below ``low``.  If the
    border does not fit a smooth surface within ``high`` the clip has no solid background and we
-   say so (InputError) instead of keying out half a scene.
+   say so (InputError) instead of keying out half a scene.  On a neutral key a video model's noise is
+   mostly chroma; the weak band, the outline test and enclosed pockets' insides are judged in the key's
+   noise units, chroma scaled down to the lightness noise (:func:`noise_weights`).
 3. **Background = connected to the frame border**: pixels within tolerance of the model that touch
    the border through other such pixels.  Pockets enclosed by the sprite (between arm and body,
    between the legs) of at least ``min_hole`` px whose mean colour is the key's are background,
