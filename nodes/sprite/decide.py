@@ -46,14 +46,18 @@ CLEAR = 6.0
 def denoised(lab: np.ndarray, near_key: np.ndarray) -> np.ndarray:
     """A frame's Lab ``[H,W,3]`` averaged once more over ``HEAVY`` x ``HEAVY`` px, over the ``near_key`` pixels
     only (normalised convolution): a clear part's colour does not spill into the key around it.  Where no
-    near-key pixel is in reach (inside a clear part) the frame's own colour."""
-    weight = near_key.astype(np.float32)
-    total = cv2.blur(lab * weight[..., None], (HEAVY, HEAVY))
-    count = cv2.blur(weight, (HEAVY, HEAVY))
-    none = count < 1e-3
-    total /= np.maximum(count, 1e-3)[..., None]
-    total[none] = lab[none]
-    return total
+    near-key pixel is in reach (inside a clear part) the frame's own colour.
+
+    OpenCV's masked copy, not ``lab * weight``, zeroes the far pixels (several times faster than numpy's
+    broadcast over the channels; the same sums, up to the sign of a zero, which the key distance squares
+    away), and the frame's own colour goes back by a masked copy too."""
+    mask = near_key.view(np.uint8)
+    total = cv2.blur(cv2.copyTo(lab, mask), (HEAVY, HEAVY))
+    count = cv2.blur(mask.astype(np.float32), (HEAVY, HEAVY))
+    none = (count < 1e-3).view(np.uint8)
+    np.maximum(count, 1e-3, out=count)
+    total /= count[..., None]
+    return cv2.copyTo(lab, none, total)
 
 
 def key_distance(heavy: np.ndarray, model: np.ndarray) -> np.ndarray:
@@ -172,13 +176,18 @@ def decide_frames(
     r = HEAVY // 2
     inner[:r], inner[-r:], inner[:, :r], inner[:, -r:] = False, False, False, False
     inner = inner if inner.any() else band
-    resid = np.concatenate([key_distance(hv[inner], m[inner]) for hv, m in zip(heavy, models, strict=True)])
-    heavy_tol = denoised_tolerance(resid[resid <= 6.0 * np.median(resid) + 1.0])  # the character touching the border
-    return list(
-        pool.map(
-            lambda i: decide(key_distance(heavy[i], models[i]) / heavy_tol, grads[i], level, bgs[i]), range(len(lab))
-        )
+    at = np.flatnonzero(inner)  # the band's pixels by flat index: numpy's boolean indexing of [H,W,3] is slower
+    resid = np.concatenate(
+        [key_distance(hv.reshape(-1, 3)[at], m.reshape(-1, 3)[at]) for hv, m in zip(heavy, models, strict=True)]
     )
+    heavy_tol = denoised_tolerance(resid[resid <= 6.0 * np.median(resid) + 1.0])  # the character touching the border
+
+    def cut(i: int) -> np.ndarray:
+        z = key_distance(heavy[i], models[i])
+        z /= heavy_tol
+        return decide(z, grads[i], level, bgs[i])
+
+    return list(pool.map(cut, range(len(lab))))
 
 
 # A key is noise-free when 99 % of its border pixels are within this (RGB, 0..1) of the border's median colour in

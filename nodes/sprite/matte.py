@@ -647,9 +647,12 @@ def outline_peak(dist: np.ndarray, depth: np.ndarray, rim: int) -> np.ndarray:
 def local_mean(
     image: np.ndarray, source: np.ndarray, window: int, ys: np.ndarray, xs: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(mean colour [N,3], found [N])`` of the ``source`` pixels of ``image`` in a ``window`` box around each point."""
+    """``(mean colour [N,3], found [N])`` of the ``source`` pixels (a 0/1 float mask) of ``image`` in a ``window``
+    box around each point.  The other pixels are zeroed by OpenCV's masked copy: several times faster than
+    numpy's ``image * source[..., None]``, with the same sums (up to the sign of a zero sum)."""
     weight = cv2.boxFilter(source, -1, (window, window), normalize=False)[ys, xs]
-    total = cv2.boxFilter(image * source[..., None], -1, (window, window), normalize=False)[ys, xs]
+    picked = cv2.copyTo(image, (source > 0).view(np.uint8))
+    total = cv2.boxFilter(picked, -1, (window, window), normalize=False)[ys, xs]
     found = weight > 0
     return total / np.maximum(weight, 1e-6)[:, None], found
 
