@@ -48,15 +48,15 @@ def denoised(lab: np.ndarray, near_key: np.ndarray) -> np.ndarray:
     only (normalised convolution): a clear part's colour does not spill into the key around it.  Where no
     near-key pixel is in reach (inside a clear part) the frame's own colour.
 
-    OpenCV's masked copy, not ``lab * weight``, zeroes the far pixels (several times faster than numpy's
-    broadcast over the channels; the same sums, up to the sign of a zero, which the key distance squares
-    away), and the frame's own colour goes back by a masked copy too."""
+    OpenCV's masked copy, not ``lab * weight``, zeroes the far pixels, and OpenCV divides by the count (both
+    several times faster than numpy's broadcast over the channels, with the same IEEE results up to the sign
+    of a zero, which the key distance squares away); the frame's own colour goes back by a masked copy too."""
     mask = near_key.view(np.uint8)
     total = cv2.blur(cv2.copyTo(lab, mask), (HEAVY, HEAVY))
     count = cv2.blur(mask.astype(np.float32), (HEAVY, HEAVY))
     none = (count < 1e-3).view(np.uint8)
     np.maximum(count, 1e-3, out=count)
-    total /= count[..., None]
+    cv2.divide(total, cv2.merge([count, count, count]), dst=total)
     return cv2.copyTo(lab, none, total)
 
 
