@@ -252,11 +252,11 @@ def remove_background(
     t, h, w = frames.shape[:3]
     surface = Surface(h, w)
     band = border_mask(h, w, border)
-    # A noise-free key is decided on the unaveraged colours (see :func:`.decide.noise_free`).
-    exact = noise_free(frames, band)
     lab = np.empty_like(frames)
     grads = np.empty((t, h, w), np.float32)
     with ThreadPoolExecutor(WORKERS) as pool:  # OpenCV and numpy release the GIL
+        # A noise-free key is decided on the unaveraged colours (see :func:`.decide.noise_free`).
+        exact = noise_free(frames, band, pool.map)
 
         def colour(i: int) -> None:
             frame_lab(frames[i], out=lab[i], blur=not exact)
@@ -281,7 +281,7 @@ def remove_background(
             bgs = decide_frames(
                 pool, lab, grads, level, [f[0] for f in found], [f[1] for f in found], bgs, WEAK * tol, band
             )
-        rim = soft_edge_width([f[1] for f in found], bgs) if exact else RIM
+        rim = soft_edge_width([f[1] for f in found], bgs, pool.map) if exact else RIM
         rgb = np.empty_like(frames)
         alpha = np.empty((t, h, w), np.float32)
         speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
