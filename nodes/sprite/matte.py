@@ -486,7 +486,7 @@ def pocket_labels(
     n, labels, stats, _ = cv2.connectedComponentsWithStats(loose.astype(np.uint8), connectivity=4)
     area = np.maximum(stats[:, cv2.CC_STAT_AREA], 1)
     flat = labels[loose]
-    off = lab[box][loose] - model[box][loose]
+    off = cv2.subtract(lab[box], model[box])[loose]  # one boolean pick of [h,w,3] (numpy's is slow), not two
     mean = np.stack([np.bincount(flat, weights=off[:, c], minlength=n) for c in range(3)], -1)
     pocket = (area >= min_hole) & (np.linalg.norm(mean / area[:, None], axis=-1) <= 1.5 * tol)
     if calm is not None and grey_key(model[box]):
