@@ -424,9 +424,13 @@ def steady_edges(
     if t < 2 or not len(ys):
         return ys, xs
 
+    # The pixels' colours and alphas are read by flat index (np.take): several times faster than indexing the
+    # clip with two index arrays.
+    flat, lab_flat, alpha_flat = ys * alpha.shape[2] + xs, lab.reshape(t, -1, 3), alpha.reshape(t, -1)
+
     def steady(part: np.ndarray) -> None:
         py, px = ys[part], xs[part]
-        colour, own = lab[:, py, px], alpha[:, py, px]  # [T,N,3], [T,N]
+        colour, own = np.take(lab_flat, flat[part], axis=1), np.take(alpha_flat, flat[part], axis=1)  # [T,N,3], [T,N]
         total, count = own.copy(), np.ones_like(own)
         for k in range(1, min(reach, t - 1) + 1):
             same = (distance(colour[:-k], colour[k:]) <= 0.5 * tol).astype(np.float32)  # frame i vs frame i + k
