@@ -46,6 +46,14 @@ def test_soft_edge_width_follows_the_upscale():
     assert widths[1] == 1 and widths[3] >= 2, widths  # a render's 1-px anti-aliasing; an upscale's wider ramp
 
 
+def test_an_empty_noise_free_clip_is_all_background():
+    """Frames of the bare key (no character yet, or a cut between actions): no rim to measure, nothing kept."""
+    frames, _ = disc_clip(0.5, 0.5, 1)
+    rgb, alpha, _ = matte.remove_background(frames)
+    assert not alpha.any()
+    assert rgb.shape == frames.shape
+
+
 def pale_square_clip() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(frames, pale, inner gap)``: a pale square (ΔE ~4.5 above a mid-grey key, in lightness) joined to a
     dark body, under noise and GIF dithering whose tolerance covers it, and a key-coloured gap inside the body;

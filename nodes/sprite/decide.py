@@ -24,6 +24,7 @@ the sprite's box: a few ms per frame.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Executor
 
 import cv2
@@ -46,14 +47,18 @@ CLEAR = 6.0
 def denoised(lab: np.ndarray, near_key: np.ndarray) -> np.ndarray:
     """A frame's Lab ``[H,W,3]`` averaged once more over ``HEAVY`` x ``HEAVY`` px, over the ``near_key`` pixels
     only (normalised convolution): a clear part's colour does not spill into the key around it.  Where no
-    near-key pixel is in reach (inside a clear part) the frame's own colour."""
-    weight = near_key.astype(np.float32)
-    total = cv2.blur(lab * weight[..., None], (HEAVY, HEAVY))
-    count = cv2.blur(weight, (HEAVY, HEAVY))
-    none = count < 1e-3
-    total /= np.maximum(count, 1e-3)[..., None]
-    total[none] = lab[none]
-    return total
+    near-key pixel is in reach (inside a clear part) the frame's own colour.
+
+    OpenCV's masked copy, not ``lab * weight``, zeroes the far pixels, and OpenCV divides by the count (both
+    several times faster than numpy's broadcast over the channels, with the same IEEE results up to the sign
+    of a zero, which the key distance squares away); the frame's own colour goes back by a masked copy too."""
+    mask = near_key.view(np.uint8)
+    total = cv2.blur(cv2.copyTo(lab, mask), (HEAVY, HEAVY))
+    count = cv2.blur(mask.astype(np.float32), (HEAVY, HEAVY))
+    none = (count < 1e-3).view(np.uint8)
+    np.maximum(count, 1e-3, out=count)
+    cv2.divide(total, cv2.merge([count, count, count]), dst=total)
+    return cv2.copyTo(lab, none, total)
 
 
 def key_distance(heavy: np.ndarray, model: np.ndarray) -> np.ndarray:
@@ -172,13 +177,18 @@ def decide_frames(
     r = HEAVY // 2
     inner[:r], inner[-r:], inner[:, :r], inner[:, -r:] = False, False, False, False
     inner = inner if inner.any() else band
-    resid = np.concatenate([key_distance(hv[inner], m[inner]) for hv, m in zip(heavy, models, strict=True)])
-    heavy_tol = denoised_tolerance(resid[resid <= 6.0 * np.median(resid) + 1.0])  # the character touching the border
-    return list(
-        pool.map(
-            lambda i: decide(key_distance(heavy[i], models[i]) / heavy_tol, grads[i], level, bgs[i]), range(len(lab))
-        )
+    at = np.flatnonzero(inner)  # the band's pixels by flat index: numpy's boolean indexing of [H,W,3] is slower
+    resid = np.concatenate(
+        [key_distance(hv.reshape(-1, 3)[at], m.reshape(-1, 3)[at]) for hv, m in zip(heavy, models, strict=True)]
     )
+    heavy_tol = denoised_tolerance(resid[resid <= 6.0 * np.median(resid) + 1.0])  # the character touching the border
+
+    def cut(i: int) -> np.ndarray:
+        z = key_distance(heavy[i], models[i])
+        z /= heavy_tol
+        return decide(z, grads[i], level, bgs[i])
+
+    return list(pool.map(cut, range(len(lab))))
 
 
 # A key is noise-free when 99 % of its border pixels are within this (RGB, 0..1) of the border's median colour in
@@ -201,7 +211,7 @@ WIDTH_FRAMES = 4
 CONTRAST = 10.0
 
 
-def noise_free(frames: np.ndarray, band: np.ndarray) -> bool:
+def noise_free(frames: np.ndarray, band: np.ndarray, map_: Callable = map) -> bool:
     """Whether the clip's key is one noise-free colour (the pixels around the key are looked at on up to
     ``WIDTH_FRAMES`` frames spread over the clip); the matte then works on the unaveraged Lab.
 
@@ -211,24 +221,28 @@ def noise_free(frames: np.ndarray, band: np.ndarray) -> bool:
     exactly, so a JPEG or H.264 clip on black or a clean key passes the border test).  On a noise-free key
     the evidence is exact: every pixel off the key by more than rounding is the character or its rim.  A
     part shaded through the key's colour (a grey body on a grey key) is the key's colour only along a line,
-    not over the pockets and bands that the tolerance of an averaged, noisy key would make of it.
+    not over the pockets and bands that the tolerance of an averaged, noisy key would make of it.  The frames
+    are looked at through ``map_`` (a thread pool's map).
     """
     border = frames[:, band]  # [T,N,3]
     key = np.median(border, axis=1, keepdims=True)
     if not border.size or float(np.quantile(channel_max(np.abs(border - key)), 0.99, axis=1).max()) > EXACT_NOISE:
         return False
-    faint = total = 0
-    for i in np.unique(np.linspace(0, len(frames) - 1, min(len(frames), WIDTH_FRAMES)).round().astype(int)):
+
+    def ring_counts(i: int) -> tuple[int, int]:
+        """(faint, all) pixels of the ring just around frame ``i``'s exact key."""
         near = cv2.inRange(frames[i], key[i, 0] - EXACT_NOISE, key[i, 0] + EXACT_NOISE) > 0  # every channel within
         exact = border_connected(near)
         box = around(~exact)  # the ring lies inside it, and so do its pixels' neighbours
         if box is None:
-            continue
+            return 0, 0
         exact = exact[box]
         ring = (cv2.dilate(exact.view(np.uint8), np.ones((3, 3), np.uint8)) > 0) & ~exact
         off = channel_max(np.abs(frames[i][box][ring] - key[i, 0]))
-        faint += int(np.count_nonzero(off <= FAINT))
-        total += len(off)
+        return int(np.count_nonzero(off <= FAINT)), len(off)
+
+    picked = np.unique(np.linspace(0, len(frames) - 1, min(len(frames), WIDTH_FRAMES)).round().astype(int))
+    faint, total = (sum(counts) for counts in zip(*map_(ring_counts, picked), strict=True))
     return not (total and faint > 0.5 * total)
 
 
@@ -237,28 +251,35 @@ def channel_max(values: np.ndarray) -> np.ndarray:
     return np.maximum(np.maximum(values[..., 0], values[..., 1]), values[..., 2])
 
 
-def soft_edge_width(dists: list[np.ndarray], bgs: list[np.ndarray]) -> int:
+def soft_edge_width(dists: list[np.ndarray], bgs: list[np.ndarray], map_: Callable = map) -> int:
     """How many px wide the character's soft edge is (1 for a render's anti-aliasing, 3-4 for a 2-3x upscale):
     the number of rings of the rim, counted inward from the background ``bgs``, whose key distance ``dists``
     stays below ``MIXED`` x that of the next ring (a mix of key and part gets stronger inward; a part's own
     colour does not).  ``MAX_RIM`` when no rim has contrast enough to tell.  Measured on up to ``WIDTH_FRAMES``
-    frames spread over the clip (the width is the clip's: its upscale or renderer)."""
-    ratios: dict[int, list[np.ndarray]] = {k: [] for k in range(1, MAX_RIM + 1)}
-    picked = np.unique(np.linspace(0, len(dists) - 1, min(len(dists), WIDTH_FRAMES)).round().astype(int))
-    for dist, bg in ((dists[i], bgs[i]) for i in picked):
+    frames spread over the clip (the width is the clip's: its upscale or renderer), through ``map_`` (a thread
+    pool's map)."""
+    rings = range(1, MAX_RIM + 1)
+
+    def frame_ratios(i: int) -> list[np.ndarray]:
+        """Per ring of frame ``i``'s rim, the ratios of its pixels' key distance to the next ring's."""
         # Inside the character's box and 3 px of background around it (every ring and 3x3 window within): the
         # same rings and sums as over the whole frame.
-        box = around(~bg, 3)
+        box = around(~bgs[i], 3)
         if box is None:
-            continue
-        dist, bg = dist[box], bg[box]
+            return [np.empty(0, np.float32) for _ in rings]
+        dist, bg = dists[i][box], bgs[i][box]
         ring = np.ceil(cv2.distanceTransform((~bg).view(np.uint8), cv2.DIST_L2, 3)).astype(np.int32)
-        for k in ratios:
+        out = []
+        for k in rings:
             nxt = (ring == k + 1).astype(np.float32)
             count = cv2.boxFilter(nxt, -1, (3, 3), normalize=False)
             inner = cv2.boxFilter(dist * nxt, -1, (3, 3), normalize=False) / np.maximum(count, 1e-6)
             pick = (ring == k) & (count > 0) & (inner >= CONTRAST)
-            ratios[k].append(dist[pick] / inner[pick])
+            out.append(dist[pick] / inner[pick])
+        return out
+
+    picked = np.unique(np.linspace(0, len(dists) - 1, min(len(dists), WIDTH_FRAMES)).round().astype(int))
+    ratios = dict(zip(rings, zip(*map_(frame_ratios, picked), strict=True), strict=True))
     width = 0
     for k in ratios:
         values = np.concatenate(ratios[k])

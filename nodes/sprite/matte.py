@@ -272,11 +272,11 @@ def remove_background(
     t, h, w = frames.shape[:3]
     surface = Surface(h, w)
     band = border_mask(h, w, border)
-    # A noise-free key is decided on the unaveraged colours (see :func:`.decide.noise_free`).
-    exact = noise_free(frames, band)
     lab = np.empty_like(frames)
     grads = np.empty((t, h, w), np.float32)
     with ThreadPoolExecutor(WORKERS) as pool:  # OpenCV and numpy release the GIL
+        # A noise-free key is decided on the unaveraged colours (see :func:`.decide.noise_free`).
+        exact = noise_free(frames, band, pool.map)
 
         def colour(i: int) -> None:
             frame_lab(frames[i], out=lab[i], blur=not exact)
@@ -301,7 +301,7 @@ def remove_background(
             bgs = decide_frames(
                 pool, lab, grads, level, [f[0] for f in found], [f[1] for f in found], bgs, WEAK * tol, band
             )
-        rim = soft_edge_width([f[1] for f in found], bgs) if exact else RIM
+        rim = soft_edge_width([f[1] for f in found], bgs, pool.map) if exact else RIM
         rgb = np.empty_like(frames)
         alpha = np.empty((t, h, w), np.float32)
         speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
@@ -493,9 +493,13 @@ def steady_edges(
     if t < 2 or not len(ys):
         return ys, xs
 
+    # The pixels' colours and alphas are read by flat index (np.take): several times faster than indexing the
+    # clip with two index arrays.
+    flat, lab_flat, alpha_flat = ys * alpha.shape[2] + xs, lab.reshape(t, -1, 3), alpha.reshape(t, -1)
+
     def steady(part: np.ndarray) -> None:
         py, px = ys[part], xs[part]
-        colour, own = lab[:, py, px], alpha[:, py, px]  # [T,N,3], [T,N]
+        colour, own = np.take(lab_flat, flat[part], axis=1), np.take(alpha_flat, flat[part], axis=1)  # [T,N,3], [T,N]
         total, count = own.copy(), np.ones_like(own)
         for k in range(1, min(reach, t - 1) + 1):
             same = (distance(colour[:-k], colour[k:]) <= 0.5 * tol).astype(np.float32)  # frame i vs frame i + k
@@ -562,7 +566,7 @@ def pocket_labels(
     n, labels, stats, _ = cv2.connectedComponentsWithStats(loose.astype(np.uint8), connectivity=4)
     area = np.maximum(stats[:, cv2.CC_STAT_AREA], 1)
     flat = labels[loose]
-    off = lab[box][loose] - model[box][loose]
+    off = cv2.subtract(lab[box], model[box])[loose]  # one boolean pick of [h,w,3] (numpy's is slow), not two
     mean = np.stack([np.bincount(flat, weights=off[:, c], minlength=n) for c in range(3)], -1)
     offset = mean / area[:, None]
     pocket = (area >= min_hole) & (np.linalg.norm(offset, axis=-1) <= 1.5 * tol)
@@ -737,9 +741,12 @@ def outline_peak(dist: np.ndarray, depth: np.ndarray, rim: int) -> np.ndarray:
 def local_mean(
     image: np.ndarray, source: np.ndarray, window: int, ys: np.ndarray, xs: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(mean colour [N,3], found [N])`` of the ``source`` pixels of ``image`` in a ``window`` box around each point."""
+    """``(mean colour [N,3], found [N])`` of the ``source`` pixels (a 0/1 float mask) of ``image`` in a ``window``
+    box around each point.  The other pixels are zeroed by OpenCV's masked copy: several times faster than
+    numpy's ``image * source[..., None]``, with the same sums (up to the sign of a zero sum)."""
     weight = cv2.boxFilter(source, -1, (window, window), normalize=False)[ys, xs]
-    total = cv2.boxFilter(image * source[..., None], -1, (window, window), normalize=False)[ys, xs]
+    picked = cv2.copyTo(image, (source > 0).view(np.uint8))
+    total = cv2.boxFilter(picked, -1, (window, window), normalize=False)[ys, xs]
     found = weight > 0
     return total / np.maximum(weight, 1e-6)[:, None], found
 

@@ -156,23 +156,27 @@ def label_areas(labels: np.ndarray) -> np.ndarray:
 
 
 def boxes(labels: np.ndarray, n: int) -> list[tuple[int, int, int, int]]:
-    """``(y, x, height, width)`` of the bounding box of each label ``1..n-1`` (zeros for an absent label)."""
+    """``(y, x, height, width)`` of the bounding box of each label ``1..n-1`` (zeros for an absent label).
+
+    The extremes of all labels in one pass each (``ufunc.at``), not one pass over the pixels per label."""
     box = sprite_box(labels > 0)
     if box is None:
         return [(0, 0, 0, 0)] * (n - 1)
     ys, xs = np.nonzero(labels[box])
     ids = labels[box][ys, xs]
-    ys += box[0].start
-    xs += box[1].start
-    out = []
-    for k in range(1, n):
-        pick = ids == k
-        if not pick.any():
-            out.append((0, 0, 0, 0))
-            continue
-        py, px = ys[pick], xs[pick]
-        out.append((int(py.min()), int(px.min()), int(py.max() - py.min() + 1), int(px.max() - px.min() + 1)))
-    return out
+    low_y, low_x = np.full(n, ys.max(initial=0) + 1), np.full(n, xs.max(initial=0) + 1)
+    high_y, high_x = np.full(n, -1), np.full(n, -1)
+    np.minimum.at(low_y, ids, ys)
+    np.minimum.at(low_x, ids, xs)
+    np.maximum.at(high_y, ids, ys)
+    np.maximum.at(high_x, ids, xs)
+    y0, x0 = box[0].start, box[1].start
+    return [
+        (int(low_y[k] + y0), int(low_x[k] + x0), int(high_y[k] - low_y[k] + 1), int(high_x[k] - low_x[k] + 1))
+        if high_y[k] >= 0
+        else (0, 0, 0, 0)
+        for k in range(1, n)
+    ]
 
 
 def silhouette_change(a: np.ndarray, b: np.ndarray, shift: tuple[int, int]) -> float:
