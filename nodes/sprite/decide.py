@@ -31,6 +31,7 @@ import cv2
 import maxflow
 import numpy as np
 
+from .colour import channel_max, distance
 from .regions import around, border_connected
 
 # The further average over the 3x3-averaged Lab (px): dithering's error diffusion averages out within it.
@@ -59,14 +60,6 @@ def denoised(lab: np.ndarray, near_key: np.ndarray) -> np.ndarray:
     np.maximum(count, 1e-3, out=count)
     cv2.divide(total, cv2.merge([count, count, count]), dst=total)
     return cv2.copyTo(lab, none, total)
-
-
-def key_distance(heavy: np.ndarray, model: np.ndarray) -> np.ndarray:
-    """ΔE per pixel between two Lab images (the three channels summed by hand: numpy's reduction over a last
-    axis of 3 is several times slower)."""
-    d = heavy - model
-    d *= d
-    return np.sqrt(d[..., 0] + d[..., 1] + d[..., 2])
 
 
 def denoised_tolerance(resid: np.ndarray, low: float = 0.75) -> float:
@@ -179,12 +172,12 @@ def decide_frames(
     inner = inner if inner.any() else band
     at = np.flatnonzero(inner)  # the band's pixels by flat index: numpy's boolean indexing of [H,W,3] is slower
     resid = np.concatenate(
-        [key_distance(hv.reshape(-1, 3)[at], m.reshape(-1, 3)[at]) for hv, m in zip(heavy, models, strict=True)]
+        [distance(hv.reshape(-1, 3)[at], m.reshape(-1, 3)[at]) for hv, m in zip(heavy, models, strict=True)]
     )
     heavy_tol = denoised_tolerance(resid[resid <= 6.0 * np.median(resid) + 1.0])  # the character touching the border
 
     def cut(i: int) -> np.ndarray:
-        z = key_distance(heavy[i], models[i])
+        z = distance(heavy[i], models[i])
         z /= heavy_tol
         return decide(z, grads[i], level, bgs[i])
 
@@ -209,6 +202,12 @@ WIDTH_FRAMES = 4
 # Rim pixels whose next ring inward is at least this far from the key (ΔE) measure the soft edge: the share
 # is noise on a part close to the key.
 CONTRAST = 10.0
+
+
+def spread(count: int) -> np.ndarray:
+    """Indices of up to ``WIDTH_FRAMES`` frames spread evenly over a clip of ``count`` frames (first and last
+    included): what the clip-wide measures of a noise-free key look at."""
+    return np.unique(np.linspace(0, count - 1, min(count, WIDTH_FRAMES)).round().astype(int))
 
 
 def noise_free(frames: np.ndarray, band: np.ndarray, map_: Callable = map) -> bool:
@@ -241,14 +240,8 @@ def noise_free(frames: np.ndarray, band: np.ndarray, map_: Callable = map) -> bo
         off = channel_max(np.abs(frames[i][box][ring] - key[i, 0]))
         return int(np.count_nonzero(off <= FAINT)), len(off)
 
-    picked = np.unique(np.linspace(0, len(frames) - 1, min(len(frames), WIDTH_FRAMES)).round().astype(int))
-    faint, total = (sum(counts) for counts in zip(*map_(ring_counts, picked), strict=True))
+    faint, total = (sum(counts) for counts in zip(*map_(ring_counts, spread(len(frames))), strict=True))
     return not (total and faint > 0.5 * total)
-
-
-def channel_max(values: np.ndarray) -> np.ndarray:
-    """The largest of the three channels of ``values [..., 3]`` (numpy's max over a last axis of 3 is slow)."""
-    return np.maximum(np.maximum(values[..., 0], values[..., 1]), values[..., 2])
 
 
 def soft_edge_width(dists: list[np.ndarray], bgs: list[np.ndarray], map_: Callable = map) -> int:
@@ -278,8 +271,7 @@ def soft_edge_width(dists: list[np.ndarray], bgs: list[np.ndarray], map_: Callab
             out.append(dist[pick] / inner[pick])
         return out
 
-    picked = np.unique(np.linspace(0, len(dists) - 1, min(len(dists), WIDTH_FRAMES)).round().astype(int))
-    ratios = dict(zip(rings, zip(*map_(frame_ratios, picked), strict=True), strict=True))
+    ratios = dict(zip(rings, zip(*map_(frame_ratios, spread(len(dists))), strict=True), strict=True))
     width = 0
     for k in ratios:
         values = np.concatenate(ratios[k])

@@ -49,6 +49,7 @@ import numpy as np
 from ...core.errors import InputError
 from ...core.frames import check_alpha
 from ...core.progress import ProgressFn, no_progress
+from .colour import distance
 from .decide import EXACT_TOL, decide_frames, noise_free, soft_edge_width
 from .edges import edge_cut, edge_level, lab_gradient
 from .pockets import drawn_pockets
@@ -214,19 +215,6 @@ def solve(basis: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Least-squares coefficients ``[6,C]`` by the normal equations (6x6; the basis is in -1..1)."""
     gram = basis.T @ basis + 1e-4 * np.eye(basis.shape[1], dtype=np.float32)
     return np.linalg.solve(gram, basis.T @ values).astype(np.float32)
-
-
-def distance(values: np.ndarray, model: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-    """Euclidean distance along the last axis of 3 (ΔE76 for Lab values), each channel scaled by ``weights``
-    when given (the clip's :func:`noise_weights`).
-
-    Summing the three channels by hand: numpy's reduction over a last axis of 3 is ~5x slower.
-    """
-    d = values - model
-    if weights is not None:
-        d *= weights
-    d *= d
-    return np.sqrt(d[..., 0] + d[..., 1] + d[..., 2])
 
 
 def fit_surface(basis: np.ndarray, values: np.ndarray, floor: float, rounds: int = 1) -> np.ndarray:
