@@ -308,6 +308,7 @@ def remove_background(
                 out=(rgb[i], alpha[i]),
                 weak=weak,
                 lab=lab[i],
+                exact=exact,
             )
 
         jobs = [pool.submit(matte, i) for i in range(t)]
@@ -446,13 +447,15 @@ def matte_frame(
     out: tuple[np.ndarray, np.ndarray] | None = None,
     weak: Weak | None = None,
     lab: np.ndarray | None = None,
+    exact: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(rgb, alpha)`` of one frame given its distance map, background ``model`` and background region ``bg``
     (``seen``: near-key parts behind an edge, opaque inside the rim though their colour is the key's; ``rim``:
-    how deep the soft edge unmixed is; ``weak``, with the frame's ``lab``: the weak band in noise units),
+    how deep the soft edge unmixed is; ``weak``, with the frame's ``lab``: the weak band in noise units; ``exact``:
+    the key is noise-free),
     written into ``out`` when given (a frame of the clip's arrays)."""
     fg = remove_specks(~bg, speck, dist >= WEAK * tol)
-    rgb, alpha = unmix(frame, fg, dist, tol, model, rim=rim, seen=seen, out=out, weak=weak, lab=lab)
+    rgb, alpha = unmix(frame, fg, dist, tol, model, rim=rim, seen=seen, out=out, weak=weak, lab=lab, exact=exact)
     if speck:  # unmixing can leave compression blocks next to the sprite more opaque than not
         opaque = alpha >= 0.5
         alpha[opaque & ~remove_specks(opaque, speck)] = 0.0
@@ -624,6 +627,7 @@ def unmix(
     out: tuple[np.ndarray, np.ndarray] | None = None,
     weak: Weak | None = None,
     lab: np.ndarray | None = None,
+    exact: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Despilled colour and alpha ``(rgb, alpha)`` of one frame given its foreground region and Lab background
     ``model``, written into ``out`` when given.
@@ -631,11 +635,11 @@ def unmix(
     Opaque: foreground deeper than ``rim`` px whose colour is clearly not the key.  Unmixed: the
     rim (soft, anti-aliased or upscaled edges) and weak pixels (within ``WEAK·tol`` of the key:
     compression and chroma bleed in narrow pockets; in the key's noise units when ``weak`` and the frame's
-    ``lab`` are given), against the background model at that pixel,
-    with ``F`` the mean of the nearby opaque pixels.  A pixel that is not on the line from the key
-    to ``F`` is tried against the inner colour of its own part (a dark leg next to a red body); if
-    that does not explain it either and it lies deeper than the rim, it is a colour of its own (skin
-    or a white sleeve on white) and stays opaque.  Work stays inside the sprite's box plus the
+    ``lab`` are given), against the background model at that pixel, with ``F`` the mean of the nearby
+    opaque pixels (on a noise-free key, ``exact``, the nearest one's colour).  A pixel that is not on the
+    line from the key to ``F`` is tried against the inner colour of its own part (a dark leg next to a red
+    body); if that does not explain it either and it lies deeper than the rim, it is a colour of its own
+    (skin or a white sleeve on white) and stays opaque.  Work stays inside the sprite's box plus the
     filter reach.
     """
     h, w = fg.shape
@@ -665,10 +669,12 @@ def unmix(
     if len(ys):
         key = from_lab(model[ys + y0, xs + x0])
         c = crop[ys, xs]
-        # F from the opaque pixels nearby; on parts thinner than the rim from its inner half.
+        # F from the opaque pixels nearby (the nearest on a noise-free key); on parts thinner than the rim from
+        # its inner half.
         inner = ((depth > rim / 2) & ~weak_c).astype(np.float32)
-        fore, found = local_mean(crop, solid, window, ys, xs)
-        near, near_found = local_mean(crop, inner, 2 * (rim // 2) + 3, ys, xs)
+        pick = nearest_colour if exact else local_mean
+        fore, found = pick(crop, solid, window, ys, xs)
+        near, near_found = pick(crop, inner, 2 * (rim // 2) + 3, ys, xs)
         fore = np.where(found[:, None], fore, near)
         thin = np.flatnonzero(~found & ~near_found)
         fore[thin] = strongest_neighbour(crop, ys[thin], xs[thin], key[thin])
@@ -737,6 +743,28 @@ def local_mean(
     total = cv2.boxFilter(picked, -1, (window, window), normalize=False)[ys, xs]
     found = weight > 0
     return total / np.maximum(weight, 1e-6)[:, None], found
+
+
+def nearest_colour(
+    image: np.ndarray, source: np.ndarray, window: int, ys: np.ndarray, xs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(colour [N,3], found [N])`` like :func:`local_mean`, but the colour of the nearest ``source`` pixel.
+
+    For a noise-free key: a shaded part's colour changes towards its silhouette (a body lit from above is
+    darker, or nearer the key, at its outline than inside), and the rim is a mix of the key and the part's
+    colour *there*.  Against the mean of a 7x7 window a rim pixel of a grey body on a grey key unmixed to a
+    third of its true alpha.  Under noise one pixel's noise would go into the alpha: there the mean.
+    """
+    src = (source > 0).view(np.uint8)
+    found = cv2.boxFilter(source, -1, (window, window), normalize=False)[ys, xs] > 0
+    if not found.any():
+        return np.zeros((len(ys), 3), image.dtype), found
+    # Every source pixel and the pixels nearest to it share a label; a label's colour is its source pixel's.
+    _, labels = cv2.distanceTransformWithLabels(1 - src, cv2.DIST_L2, 5, labelType=cv2.DIST_LABEL_PIXEL)
+    on = src > 0
+    colours = np.zeros((int(labels.max()) + 1, 3), image.dtype)
+    colours[labels[on]] = image[on]
+    return colours[labels[ys, xs]], found
 
 
 def strongest_neighbour(image: np.ndarray, ys: np.ndarray, xs: np.ndarray, key: np.ndarray) -> np.ndarray:
