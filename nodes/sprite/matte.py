@@ -672,9 +672,9 @@ def unmix(
         # F from the opaque pixels nearby (the nearest on a noise-free key); on parts thinner than the rim from
         # its inner half.
         inner = ((depth > rim / 2) & ~weak_c).astype(np.float32)
-        pick = nearest_colour if exact else local_mean
-        fore, found = pick(crop, solid, window, ys, xs)
-        near, near_found = pick(crop, inner, 2 * (rim // 2) + 3, ys, xs)
+        fore_of = nearest_colour if exact else local_mean
+        fore, found = fore_of(crop, solid, window, ys, xs)
+        near, near_found = fore_of(crop, inner, 2 * (rim // 2) + 3, ys, xs)
         fore = np.where(found[:, None], fore, near)
         thin = np.flatnonzero(~found & ~near_found)
         fore[thin] = strongest_neighbour(crop, ys[thin], xs[thin], key[thin])
@@ -748,23 +748,26 @@ def local_mean(
 def nearest_colour(
     image: np.ndarray, source: np.ndarray, window: int, ys: np.ndarray, xs: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(colour [N,3], found [N])`` like :func:`local_mean`, but the colour of the nearest ``source`` pixel.
+    """``(colour [N,3], found [N])`` like :func:`local_mean`, but the colour of the nearest ``source`` pixel,
+    found when one lies in the ``window`` box.
 
     For a noise-free key: a shaded part's colour changes towards its silhouette (a body lit from above is
     darker, or nearer the key, at its outline than inside), and the rim is a mix of the key and the part's
     colour *there*.  Against the mean of a 7x7 window a rim pixel of a grey body on a grey key unmixed to a
     third of its true alpha.  Under noise one pixel's noise would go into the alpha: there the mean.
     """
-    src = (source > 0).view(np.uint8)
     found = cv2.boxFilter(source, -1, (window, window), normalize=False)[ys, xs] > 0
-    if not found.any():
+    src = (source > 0).view(np.uint8)
+    at = np.flatnonzero(src)  # the source pixels by flat index
+    if not len(at):
         return np.zeros((len(ys), 3), image.dtype), found
-    # Every source pixel and the pixels nearest to it share a label; a label's colour is its source pixel's.
+    # Each source pixel and the pixels nearest to it share a label (1..N); which label is which source pixel
+    # is read back from the labels image, not assumed.
     _, labels = cv2.distanceTransformWithLabels(1 - src, cv2.DIST_L2, 5, labelType=cv2.DIST_LABEL_PIXEL)
-    on = src > 0
-    colours = np.zeros((int(labels.max()) + 1, 3), image.dtype)
-    colours[labels[on]] = image[on]
-    return colours[labels[ys, xs]], found
+    owner = np.zeros(len(at) + 1, np.int64)
+    owner[np.take(labels, at)] = at
+    nearest = owner[labels[ys, xs]]
+    return np.take(image.reshape(-1, image.shape[-1]), nearest, axis=0), found
 
 
 def strongest_neighbour(image: np.ndarray, ys: np.ndarray, xs: np.ndarray, key: np.ndarray) -> np.ndarray:
