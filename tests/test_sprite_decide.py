@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import cv2
 import numpy as np
+import pytest
 from gameanim.nodes.sprite import decide, matte
 from support.sprite_sources import gif_dithered
 
@@ -75,17 +76,43 @@ def pale_square_clip() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return frames, pale, cv2.erode(gap.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
 
 
-def test_cut_gives_back_a_pale_part_under_dithering_and_keeps_gaps(monkeypatch):
-    """The cut keeps the pale square (the key model alone, judged in ΔE, keys it out) and leaves the gap open."""
+def no_colour_cut(*args):
+    """``colour_cut_frames`` that decides nothing: the key model's backgrounds, no gains."""
+    return args[6], [None] * len(args[6])
+
+
+@pytest.mark.parametrize("cut", ["colour models", "denoised distance"])
+def test_cut_gives_back_a_pale_part_under_dithering_and_keeps_gaps(monkeypatch, cut):
+    """Either cut keeps the pale square (the key model alone, judged in ΔE, keys it out) and leaves the gap
+    open: over colour models (what a neutral key under noise gets) or over the denoised distance."""
     frames, pale, inner_gap = pale_square_clip()
+    called = []
+    colour_cut = decide.colour_cut_frames
+    monkeypatch.setattr(matte, "colour_cut_frames", lambda *args: called.append(1) or colour_cut(*args))
+    if cut == "denoised distance":
+        monkeypatch.setattr(matte, "colour_cut_frames", no_colour_cut)
+        monkeypatch.setattr(matte, "grey_key", lambda model: False)  # takes the other path
     _, alpha, _ = matte.remove_background(frames)
+    assert bool(called) == (cut == "colour models")
     assert (alpha[:, pale] > 0.5).mean() >= 0.95
+    assert (alpha[:, inner_gap] < 0.5).mean() >= 0.99
     with monkeypatch.context() as patch:  # the key model alone, in ΔE: its noise-widened tolerance swallows the part
         patch.setattr(matte, "decide_frames", lambda *args: args[6])
+        patch.setattr(matte, "colour_cut_frames", no_colour_cut)
         patch.setattr(matte, "noise_weights", lambda resid: None)
         _, alone, _ = matte.remove_background(frames)
     assert (alone[:, pale] > 0.5).mean() <= 0.05
-    assert (alpha[:, inner_gap] < 0.5).mean() >= 0.99
+
+
+def test_gaps_between_edges_are_found_in_rows_and_columns():
+    """A pixel between two edges within the reach (left and right, or above and below) is in a gap; beside one
+    edge, or between edges farther apart than the reach, it is not."""
+    edges = np.zeros((20, 30), bool)
+    edges[:, 5] = edges[:, 10] = True  # a 4-px gap between two vertical edges
+    edges[:, 25] = True  # 15 px on from the second
+    gap = decide.between_edges(edges, 6)
+    assert gap[10, 6:10].all() and not gap[10, 12:25].any() and not gap[10, 0:5].any()
+    assert (decide.between_edges(edges.T, 6).T == gap).all()
 
 
 def test_key_model_in_noise_units_keeps_a_pale_part_offset_in_lightness(monkeypatch):
@@ -94,6 +121,7 @@ def test_key_model_in_noise_units_keeps_a_pale_part_offset_in_lightness(monkeypa
     lightness only, and still opens the key-coloured gap."""
     frames, pale, inner_gap = pale_square_clip()
     monkeypatch.setattr(matte, "decide_frames", lambda *args: args[6])
+    monkeypatch.setattr(matte, "colour_cut_frames", no_colour_cut)
     _, alone, _ = matte.remove_background(frames)
     assert (alone[:, pale] > 0.5).mean() >= 0.95
     assert (alone[:, inner_gap] < 0.5).mean() >= 0.99

@@ -50,7 +50,7 @@ from ...core.errors import InputError
 from ...core.frames import check_alpha
 from ...core.progress import ProgressFn, no_progress
 from .colour import distance
-from .decide import EXACT_TOL, decide_frames, noise_free, soft_edge_width
+from .decide import EXACT_TOL, colour_cut_frames, decide_frames, noise_free, soft_edge_width
 from .edges import edge_cut, edge_level, lab_gradient
 from .pockets import drawn_pockets
 from .regions import border_connected, sprite_box
@@ -285,7 +285,14 @@ def remove_background(
         for i, (_, _, bg, labels, _) in enumerate(found):
             bg |= (labels > 0) & ~drawn[i]  # pockets that are no drawn part: background seen through
         bgs = [f[2] for f in found]
-        if not exact:  # on a noisy key a graph cut decides the uncertain pixels (see :mod:`.decide`)
+        gained: list[np.ndarray | None] = [None] * t
+        # On a noisy key a graph cut decides the uncertain pixels (see :mod:`.decide`): over colour models on a
+        # neutral key under noise (the character it decides has no weak band, and what it gained is opaque where
+        # its colour is near the key's); else over the denoised key distance.
+        if not exact and weak is not None and grey_key(found[t // 2][0]):
+            dists = [f[1] for f in found]
+            bgs, gained = colour_cut_frames(pool, frames, lab, grads, level, dists, bgs, tol, WEAK * tol, band)
+        elif not exact:
             bgs = decide_frames(
                 pool, lab, grads, level, [f[0] for f in found], [f[1] for f in found], bgs, WEAK * tol, band
             )
@@ -303,12 +310,13 @@ def remove_background(
                 bgs[i],
                 tol,
                 speck,
-                seen & ~bgs[i],
+                seen & ~bgs[i] if gained[i] is None else ~bgs[i],
                 rim,
                 out=(rgb[i], alpha[i]),
                 weak=weak,
                 lab=lab[i],
                 exact=exact,
+                kept=gained[i],
             )
 
         jobs = [pool.submit(matte, i) for i in range(t)]
@@ -448,14 +456,18 @@ def matte_frame(
     weak: Weak | None = None,
     lab: np.ndarray | None = None,
     exact: bool = False,
+    kept: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(rgb, alpha)`` of one frame given its distance map, background ``model`` and background region ``bg``
     (``seen``: near-key parts behind an edge, opaque inside the rim though their colour is the key's; ``rim``:
     how deep the soft edge unmixed is; ``weak``, with the frame's ``lab``: the weak band in noise units; ``exact``:
-    the key is noise-free),
+    the key is noise-free; ``kept``: parts a colour-model cut gained, opaque deeper than 1.5 px where their colour
+    is near the key's),
     written into ``out`` when given (a frame of the clip's arrays)."""
     fg = remove_specks(~bg, speck, dist >= WEAK * tol)
-    rgb, alpha = unmix(frame, fg, dist, tol, model, rim=rim, seen=seen, out=out, weak=weak, lab=lab, exact=exact)
+    rgb, alpha = unmix(
+        frame, fg, dist, tol, model, rim=rim, seen=seen, out=out, weak=weak, lab=lab, exact=exact, kept=kept
+    )
     if speck:  # unmixing can leave compression blocks next to the sprite more opaque than not
         opaque = alpha >= 0.5
         alpha[opaque & ~remove_specks(opaque, speck)] = 0.0
@@ -628,6 +640,7 @@ def unmix(
     weak: Weak | None = None,
     lab: np.ndarray | None = None,
     exact: bool = False,
+    kept: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Despilled colour and alpha ``(rgb, alpha)`` of one frame given its foreground region and Lab background
     ``model``, written into ``out`` when given.
@@ -695,6 +708,8 @@ def unmix(
         behind = (depth[ys, xs] > 1.5) & (
             outline_peak(near_c, depth, rim)[ys, xs] - near_c[ys, xs] > PAST * max(near_tol, 1.0)
         )
+        if kept is not None:  # the colour models decided where the key's colour cannot tell
+            behind |= kept[y0:y1, x0:x1][ys, xs] & (depth[ys, xs] > 1.5) & (near_c[ys, xs] < WEAK * near_tol)
         a = np.where((norm2 < 0.05**2) | own_colour | behind, 1.0, proj).astype(np.float32)
         a[a < 0.05] = 0.0  # below noise: no semi-transparent dust around the sprite
         unmixed = despilled(c, key, a)
