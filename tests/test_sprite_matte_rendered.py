@@ -21,7 +21,7 @@ from support.rig_renders import rendered_clip
 CASES = {
     "on_green": ((0, 177, 64), 1.0, 0.985, 0.002),
     "light_on_white": ((255, 255, 255), 1.15, 0.965, 0.002),
-    "dark_on_black": ((0, 0, 0), 0.15, 0.955, 0.002),
+    "dark_on_black": ((0, 0, 0), 0.15, 0.95, 0.002),
     "grey_on_grey": ((128, 128, 128), 1.0, 0.955, 0.004),
 }
 

@@ -71,6 +71,10 @@ CORE = 0.25
 GREY_CHROMA = 20.0
 # Depth (px) of the rim that is unmixed on a noisy key: JPEG's chroma subsampling bleeds a saturated key that far.
 RIM = 4
+# On a noise-free key with a soft edge at most this wide (a render's anti-aliasing), a rim pixel is unmixed
+# against the nearest opaque pixel's colour; a wider edge (an upscale's) is a mix deeper in, and there the
+# nearest opaque pixel is a mix too: the mean of the nearby ones.
+NEAREST_RIM = 2
 # The weak band's chroma noise is scaled down to the lightness noise by at most this factor, and only when it is
 # above MIN_NOISE (ΔE, robust σ of the 3x3-averaged border): see noise_weights.
 MAX_WHITEN = 3.0
@@ -649,7 +653,8 @@ def unmix(
     rim (soft, anti-aliased or upscaled edges) and weak pixels (within ``WEAK·tol`` of the key:
     compression and chroma bleed in narrow pockets; in the key's noise units when ``weak`` and the frame's
     ``lab`` are given), against the background model at that pixel, with ``F`` the mean of the nearby
-    opaque pixels (on a noise-free key, ``exact``, the nearest one's colour).  A pixel that is not on the
+    opaque pixels (on a noise-free key, ``exact``, with a soft edge of at most ``NEAREST_RIM`` px: the nearest
+    one's colour).  A pixel that is not on the
     line from the key to ``F`` is tried against the inner colour of its own part (a dark leg next to a red
     body); if that does not explain it either and it lies deeper than the rim, it is a colour of its own
     (skin or a white sleeve on white) and stays opaque.  Work stays inside the sprite's box plus the
@@ -685,7 +690,7 @@ def unmix(
         # F from the opaque pixels nearby (the nearest on a noise-free key); on parts thinner than the rim from
         # its inner half.
         inner = ((depth > rim / 2) & ~weak_c).astype(np.float32)
-        fore_of = nearest_colour if exact else local_mean
+        fore_of = nearest_colour if exact and rim <= NEAREST_RIM else local_mean
         fore, found = fore_of(crop, solid, window, ys, xs)
         near, near_found = fore_of(crop, inner, 2 * (rim // 2) + 3, ys, xs)
         fore = np.where(found[:, None], fore, near)
@@ -769,7 +774,8 @@ def nearest_colour(
     For a noise-free key: a shaded part's colour changes towards its silhouette (a body lit from above is
     darker, or nearer the key, at its outline than inside), and the rim is a mix of the key and the part's
     colour *there*.  Against the mean of a 7x7 window a rim pixel of a grey body on a grey key unmixed to a
-    third of its true alpha.  Under noise one pixel's noise would go into the alpha: there the mean.
+    third of its true alpha.  Under noise one pixel's noise would go into the alpha, and behind an upscale's
+    wide soft edge the nearest opaque pixel is still a mix (see :data:`NEAREST_RIM`): there the mean.
     """
     found = cv2.boxFilter(source, -1, (window, window), normalize=False)[ys, xs] > 0
     src = (source > 0).view(np.uint8)
