@@ -653,12 +653,13 @@ def unmix(
     rim (soft, anti-aliased or upscaled edges) and weak pixels (within ``WEAK·tol`` of the key:
     compression and chroma bleed in narrow pockets; in the key's noise units when ``weak`` and the frame's
     ``lab`` are given), against the background model at that pixel, with ``F`` the mean of the nearby
-    opaque pixels (on a noise-free key, ``exact``, with a soft edge of at most ``NEAREST_RIM`` px: the nearest
-    one's colour).  A pixel that is not on the
-    line from the key to ``F`` is tried against the inner colour of its own part (a dark leg next to a red
-    body); if that does not explain it either and it lies deeper than the rim, it is a colour of its own
-    (skin or a white sleeve on white) and stays opaque.  Work stays inside the sprite's box plus the
-    filter reach.
+    opaque pixels (on a noise-free key, ``exact``, with a soft edge of at most ``NEAREST_RIM`` px: the
+    nearest one's colour).  A pixel that is not on the line from the key to ``F`` is tried against the inner
+    colour of its own part (a dark leg next to a red body); if that does not explain it either and it lies
+    deeper than the rim, it is a colour of its own (skin or a white sleeve on white) and stays opaque.  So
+    do the parts a colour-model cut gained (``kept``) deeper than 1.5 px where their colour is within the
+    weak band: the key's colour cannot tell them, the colour models did.  Work stays inside the sprite's box
+    plus the filter reach.
     """
     h, w = fg.shape
     if out is None:
