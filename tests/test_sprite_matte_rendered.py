@@ -80,9 +80,9 @@ def gross_scores(frames: np.ndarray, alpha: np.ndarray) -> tuple[float, float]:
 # Generated-look renders, GIF-dithered (vignette, gradient, noise σ 0.012, then the GIF's 256 colours): the
 # dithering and the key's noise raise the key model's tolerance to ΔE 5 and it keys out most of a body shaded
 # through the key.  A graph cut over colour models learnt from the sure pixels (nodes/sprite/decide.py,
-# colour_cut_frames) gives it back: grey on grey 25.0 / 29.8 % -> 7.9 / 9.8 % (BCN_Epileptic, a flat-grey
-# figure: the bound of 2 / 4 % is not met yet) and 6.3 / 7.5 % -> 3.1 / 3.4 % (Testwuson); the textured
-# Mr. Fixit darkened on black 34.6 / 40.5 % -> 2.9 / 3.6 %.  Bounds: the measured figures with a margin.
+# colour_cut_frames) gives it back: grey on grey 25.0 / 29.8 % -> 7.6 / 9.5 % (BCN_Epileptic, a flat-grey
+# figure: the bound of 2 / 4 % is not met yet) and 6.3 / 7.5 % -> 2.8 / 3.1 % (Testwuson); the textured
+# Mr. Fixit darkened on black 34.6 / 40.5 % -> 2.5 / 3.2 %.  Bounds: the measured figures with a margin.
 GENERATED = {
     ("BCN_Epileptic", "grey"): ((128, 128, 128), 1.0, 0.09, 0.11),
     ("Testwuson", "grey"): ((128, 128, 128), 1.0, 0.035, 0.04),

@@ -291,8 +291,9 @@ def remove_background(
         bgs = [f[2] for f in found]
         gained: list[np.ndarray | None] = [None] * t
         # On a noisy key a graph cut decides the uncertain pixels (see :mod:`.decide`): over colour models on a
-        # neutral key under noise (the character it decides has no weak band, and what it gained is opaque where
-        # its colour is near the key's); else over the denoised key distance.
+        # neutral key under noise (the character it decides has no weak band, and what it gained, and its calm
+        # pixels, below the edge level, are opaque where their colour is near the key's: shading, not a soft
+        # edge's mix, which is a step); else over the denoised key distance.
         if not exact and weak is not None and grey_key(found[t // 2][0]):
             dists = [f[1] for f in found]
             bgs, gained = colour_cut_frames(pool, frames, lab, grads, level, dists, bgs, tol, WEAK * tol, band)
@@ -320,7 +321,7 @@ def remove_background(
                 weak=weak,
                 lab=lab[i],
                 exact=exact,
-                kept=gained[i],
+                kept=None if gained[i] is None else gained[i] | (~bgs[i] & (grads[i] < level)),
             )
 
         jobs = [pool.submit(matte, i) for i in range(t)]
@@ -465,8 +466,8 @@ def matte_frame(
     """``(rgb, alpha)`` of one frame given its distance map, background ``model`` and background region ``bg``
     (``seen``: near-key parts behind an edge, opaque inside the rim though their colour is the key's; ``rim``:
     how deep the soft edge unmixed is; ``weak``, with the frame's ``lab``: the weak band in noise units; ``exact``:
-    the key is noise-free; ``kept``: parts a colour-model cut gained, opaque deeper than 1.5 px where their colour
-    is near the key's),
+    the key is noise-free; ``kept``: character a colour-model cut decided, opaque deeper than 1.5 px where its
+    colour is near the key's),
     written into ``out`` when given (a frame of the clip's arrays)."""
     fg = remove_specks(~bg, speck, dist >= WEAK * tol)
     rgb, alpha = unmix(
@@ -657,8 +658,9 @@ def unmix(
     nearest one's colour).  A pixel that is not on the line from the key to ``F`` is tried against the inner
     colour of its own part (a dark leg next to a red body); if that does not explain it either and it lies
     deeper than the rim, it is a colour of its own (skin or a white sleeve on white) and stays opaque.  So
-    do the parts a colour-model cut gained (``kept``) deeper than 1.5 px where their colour is within the
-    weak band: the key's colour cannot tell them, the colour models did.  Work stays inside the sprite's box
+    do the pixels of ``kept`` (what a colour-model cut gained, and the calm part of the character it decided)
+    deeper than 1.5 px where their colour is within the weak band: the key's colour cannot tell them, the
+    colour models did.  Work stays inside the sprite's box
     plus the filter reach.
     """
     h, w = fg.shape
