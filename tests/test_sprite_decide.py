@@ -78,7 +78,7 @@ def pale_square_clip() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def no_colour_cut(*args):
     """``colour_cut_frames`` that decides nothing: the key model's backgrounds, no gains."""
-    return args[6], [None] * len(args[6])
+    return args[6], [np.zeros_like(b) for b in args[6]]
 
 
 @pytest.mark.parametrize("cut", ["colour models", "denoised distance"])

@@ -30,7 +30,7 @@ body's spread of shades (OpenCV's GrabCut, models learnt once per clip and froze
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 
 import cv2
 import maxflow
@@ -268,7 +268,15 @@ def colour_cut_frames(
     if not sure[first]:  # nothing is surely the character: nothing to learn it from
         return [b.copy() for b in bgs], [np.zeros_like(b) for b in bgs]
     back_model, fore_model = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
-    cv2.grabCut(image(first), seeds(first), None, back_model, fore_model, LEARN_ROUNDS, cv2.GC_INIT_WITH_MASK)
+
+    def learn() -> None:
+        cv2.grabCut(image(first), seeds(first), None, back_model, fore_model, LEARN_ROUNDS, cv2.GC_INIT_WITH_MASK)
+
+    # GrabCut seeds its mixtures by k-means on OpenCV's per-thread random generator: in a thread of its own,
+    # whose generator starts from OpenCV's fixed default state, the same clip gets the same models every time
+    # (on the caller's thread they would depend on what ran there before), and nobody else's generator moves.
+    with ThreadPoolExecutor(1, thread_name_prefix="gameanim-colour-models") as own_thread:
+        own_thread.submit(learn).result()
 
     def cut(i: int) -> tuple[np.ndarray, np.ndarray]:
         mask = seeds(i)
