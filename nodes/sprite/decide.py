@@ -37,6 +37,7 @@ import maxflow
 import numpy as np
 
 from .colour import channel_max, distance
+from .edges import lab_gradient
 from .regions import around, border_connected
 
 # The further average over the 3x3-averaged Lab (px): dithering's error diffusion averages out within it.
@@ -204,10 +205,7 @@ FLAT_FLOOR = 0.375
 def slope(lab: np.ndarray) -> np.ndarray:
     """Per pixel the Lab slope (ΔE/px) of ``lab`` averaged over 5x5 px: flat on a key under noise, a ramp on a
     shaded part."""
-    smooth = cv2.blur(lab, (5, 5))
-    gx = cv2.Sobel(smooth, cv2.CV_32F, 1, 0, ksize=3)
-    gy = cv2.Sobel(smooth, cv2.CV_32F, 0, 1, ksize=3)
-    return np.sqrt(np.sum(gx * gx + gy * gy, axis=-1)) / 8.0
+    return lab_gradient(cv2.blur(lab, (5, 5)))
 
 
 def between_edges(edges: np.ndarray, reach: int) -> np.ndarray:
