@@ -18,12 +18,14 @@ from support.rig_renders import rendered_clip
 # (key, shade, least IoU, most gross share): what the matte meets on both characters, PNG and GIF.  The
 # character's own grey shading on a grey key is the hardest case: body pixels match the key in colour along
 # lines through the shading (a noise-free key is matted on its exact colour, nodes/sprite/decide.py; before,
-# the averaged key's tolerance made pockets and bands of that shading: IoU 0.79, gross share 3.4 %).
+# the averaged key's tolerance made pockets and bands of that shading: IoU 0.79, gross share 3.4 %), and its
+# rim pixels there are the key's colour whatever their alpha (decided by their place, matte.render_rim:
+# IoU 0.962 / 0.981 -> 0.975 / 0.988, BCN_Epileptic / Testwuson).
 CASES = {
     "on_green": ((0, 177, 64), 1.0, 0.985, 0.002),
     "light_on_white": ((255, 255, 255), 1.15, 0.965, 0.002),
     "dark_on_black": ((0, 0, 0), 0.15, 0.95, 0.002),
-    "grey_on_grey": ((128, 128, 128), 1.0, 0.955, 0.004),
+    "grey_on_grey": ((128, 128, 128), 1.0, 0.97, 0.002),
 }
 
 
@@ -58,14 +60,15 @@ def test_gross_error_meets_the_issue_bound_on_rendered_characters(character, cas
     assert median <= 0.02 and worst <= 0.04, (character, case, gif, median, worst)
 
 
-def test_training_clip_render_matte_agrees_with_its_alpha_on_the_default_key():
+@pytest.mark.parametrize("character", ["BCN_Epileptic", "Testwuson", "mrfixit"])
+def test_training_clip_render_matte_agrees_with_its_alpha_on_the_default_key(character):
     """Issue 23: the alpha saved beside a rendered training clip agrees with the matte of the frame on its
-    default key (grey) with IoU >= 0.97 (Testwuson, 8 frames at 320x320: 0.98).  BCN_Epileptic, a figure
-    of a fifth of the area with fingers and 1-px gaps between arm and body, reaches 0.962 (the grey-on-grey
-    case above holds it): its silhouette is shaded to the key's grey, where no colour tells the rim's alpha."""
-    frames, alpha = rendered_clip("Testwuson", (128, 128, 128))
+    default key (grey) with IoU >= 0.97 (8 frames at 320x320: 0.975 BCN_Epileptic, a flat-grey figure shaded
+    through the key's grey with fingers and 1-px gaps between arm and body; 0.988 Testwuson; 0.993 the
+    textured Mr. Fixit).  BCN_Epileptic met 0.962 when its rim was unmixed by colour alone."""
+    frames, alpha = rendered_clip(character, (128, 128, 128))
     iou, _ = matte_scores(frames, alpha)
-    assert iou >= 0.97, iou
+    assert iou >= 0.97, (character, iou)
 
 
 def gross_scores(frames: np.ndarray, alpha: np.ndarray) -> tuple[float, float]:

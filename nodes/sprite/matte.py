@@ -75,6 +75,10 @@ RIM = 4
 # against the nearest opaque pixel's colour; a wider edge (an upscale's) is a mix deeper in, and there the
 # nearest opaque pixel is a mix too: the mean of the nearby ones.
 NEAREST_RIM = 2
+# On such an edge (see render_rim): a colour within CALM (ΔE) of the key, in a part whose opaque pixels come as
+# near, says nothing of its alpha; |F - B| of at least TOLD (RGB 0..1) unmixes a pixel well.
+CALM = 15.0
+TOLD = 0.2
 # The colour-model cut decides a clip when the parts it gives the character beyond the key model, counted where
 # they are at least PART px thick (left by a PART x PART erosion), are at least GAINED of the character: measured
 # 0.1-16 % where the key's grey swallowed shaded parts (Pingus's belly, Frozen-Bubble's face, the renders' bodies),
@@ -668,7 +672,8 @@ def unmix(
     compression and chroma bleed in narrow pockets; in the key's noise units when ``weak`` and the frame's
     ``lab`` are given), against the background model at that pixel, with ``F`` the mean of the nearby
     opaque pixels (on a noise-free key, ``exact``, with a soft edge of at most ``NEAREST_RIM`` px: the
-    nearest one's colour).  A pixel that is not on the line from the key to ``F`` is tried against the inner
+    nearest one's colour, and where that colour cannot tell a pixel's alpha its place does, see
+    :func:`render_rim`).  A pixel that is not on the line from the key to ``F`` is tried against the inner
     colour of its own part (a dark leg next to a red body); if that does not explain it either and it lies
     deeper than the rim, it is a colour of its own (skin or a white sleeve on white) and stays opaque.  So
     do the pixels of ``kept`` (what a colour-model cut gained, and the calm part of the character it decided)
@@ -697,6 +702,7 @@ def unmix(
     if seen is not None:
         weak_c &= ~seen[y0:y1, x0:x1]
     depth = cv2.distanceTransform(fg_c.astype(np.uint8), cv2.DIST_L2, 3)
+    fine_edge = exact and rim <= NEAREST_RIM  # a render's anti-aliasing on a noise-free key
     solid = ((depth > rim) & (~weak_c | (depth > DEEP))).astype(np.float32)
     alpha[y0:y1, x0:x1] = solid
     ys, xs = np.nonzero(fg_c & (solid == 0))
@@ -706,7 +712,7 @@ def unmix(
         # F from the opaque pixels nearby (the nearest on a noise-free key); on parts thinner than the rim from
         # its inner half.
         inner = ((depth > rim / 2) & ~weak_c).astype(np.float32)
-        fore_of = nearest_colour if exact and rim <= NEAREST_RIM else local_mean
+        fore_of = nearest_colour if fine_edge else local_mean
         fore, found = fore_of(crop, solid, window, ys, xs)
         near, near_found = fore_of(crop, inner, 2 * (rim // 2) + 3, ys, xs)
         fore = np.where(found[:, None], fore, near)
@@ -731,7 +737,20 @@ def unmix(
         )
         if kept is not None:  # the colour models decided where the key's colour cannot tell
             behind |= kept[y0:y1, x0:x1][ys, xs] & (depth[ys, xs] > 1.5) & (near_c[ys, xs] < WEAK * near_tol)
-        a = np.where((norm2 < 0.05**2) | own_colour | behind, 1.0, proj).astype(np.float32)
+        untold = norm2 < 0.05**2
+        if fine_edge:  # where the colour cannot tell the alpha, the place does
+            behind |= render_rim(dist_c, solid, depth, window, ys, xs, proj, norm2)
+        a = np.where(untold | own_colour | behind, 1.0, proj).astype(np.float32)
+        if fine_edge:
+            # A pixel next to the key whose nearest opaque colour is too near the key to unmix against is
+            # unmixed against its strongest neighbour (the silhouette's own colour: a render shades a body's
+            # outline darker or lighter than its inside); when that is near the key too, it is the part's
+            # own colour and stays opaque (a white belly drawn up to a white key).
+            outer = np.flatnonzero((depth[ys, xs] <= 1.0) & untold & ~own_colour & ~behind)
+            strong = strongest_neighbour(crop, ys[outer], xs[outer], key[outer])
+            norm2_s, proj_s, _ = mix_line(c[outer], key[outer], strong)
+            told = norm2_s >= 0.05**2
+            a[outer[told]] = proj_s[told]
         a[a < 0.05] = 0.0  # below noise: no semi-transparent dust around the sprite
         unmixed = despilled(c, key, a)
         alpha[ys + y0, xs + x0] = a
@@ -805,6 +824,40 @@ def nearest_colour(
     owner[np.take(labels, at)] = at
     nearest = owner[labels[ys, xs]]
     return np.take(image.reshape(-1, image.shape[-1]), nearest, axis=0), found
+
+
+def render_rim(
+    near: np.ndarray,
+    solid: np.ndarray,
+    depth: np.ndarray,
+    window: int,
+    ys: np.ndarray,
+    xs: np.ndarray,
+    alpha: np.ndarray,
+    norm2: np.ndarray,
+) -> np.ndarray:
+    """Which rim pixels ``ys, xs`` of an anti-aliased edge on a noise-free key are opaque by their place.
+
+    A grey body shaded through a grey key's own grey: there its rim pixels are the key's colour within a few
+    ΔE whatever their alpha, and against the nearest opaque pixel (brighter or darker, 2 px in) they unmix
+    to a third of it.  Where the frame's rim pixels of a ring (a step of ``depth``) that do unmix well
+    (``norm2``: |F - B|² at least :data:`TOLD`²) have a median ``alpha`` above one half, that ring lies past
+    the edge's middle (a render's anti-aliasing: the second ring; a 3x upscale's wider ramp: not yet).  There
+    a pixel whose colour, and that of an opaque pixel in its ``window``, are both within :data:`CALM` of
+    the key (``near``: the key distance) is the part's own colour: opaque.  A faint mix of a far colour lies
+    nearer the key, or has no near-key opaque colour beside it (a green key's rim).
+    """
+    # The steps of OpenCV's 3x3 distance tell the rings apart: 4 is next to the key by a side (0.955 px, never
+    # past the middle), 5 by a corner (1.369), 8 two sides in (1.91) …
+    ring = np.rint(depth[ys, xs] * 4).astype(np.int32)
+    told = norm2 >= TOLD**2
+    past = np.zeros(int(ring.max(initial=0)) + 1, bool)
+    for k in np.unique(ring[told & (ring > 4)]):
+        sure = told & (ring == k)
+        past[k] = float(np.median(alpha[sure])) > 0.5
+    far = np.float32(np.inf)
+    nearby = cv2.erode(np.where(solid > 0, near, far), np.ones((window, window), np.uint8))[ys, xs]
+    return past[ring] & (near[ys, xs] < CALM) & (nearby < CALM)
 
 
 def strongest_neighbour(image: np.ndarray, ys: np.ndarray, xs: np.ndarray, key: np.ndarray) -> np.ndarray:
