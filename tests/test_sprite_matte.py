@@ -254,3 +254,23 @@ def test_noise_weights_scale_chroma_noise_down_to_lightness_noise_on_a_neutral_k
     luma = matte.from_lab(matte.to_lab(grey) + rng.normal(0, 1.0, size) * np.float32([1, 0, 0]))
     assert matte.noise_weights(border_offsets(luma.astype(np.float32))) is None  # lightness the noisier: as it is
     assert matte.noise_weights(border_offsets(grey)) is None  # no noise: nothing to whiten
+
+
+def test_fill_holes_gives_the_character_only_the_cuts_small_new_islands():
+    """After the colour-model cut, an island of key colour enclosed by the character and smaller than a pocket
+    is the character's; a pocket enclosed before the cut (one the clip decided is background) and a larger
+    enclosed island stay background, and so does everything connected to the border."""
+    before = np.ones((40, 60), bool)
+    before[5:35, 5:55] = False  # the character
+    before[10:14, 10:14] = True  # a pocket decided background before the cut (16 px)
+    before[20:30, 20:40] = True  # background reaching the border through a channel ...
+    before[25:27, 40:55] = True  # ... that the cut closes
+    cut = before.copy()
+    cut[25:27, 40:55] = False
+    cut[20:30, 20:40] = False
+    cut[22:25, 22:26] = True  # a small island the cut left (12 px)
+    cut[26:30, 30:40] = True  # a large one (40 px)
+    filled = matte.fill_holes(cut, before, min_hole=24)
+    assert not filled[22:25, 22:26].any()
+    assert filled[10:14, 10:14].all() and filled[26:30, 30:40].all()
+    assert np.count_nonzero(filled != cut) == 12  # nothing else changes

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 from gameanim import api
-from support.rig_renders import rendered_clip
+from support.rig_renders import pale_vest_clip, rendered_clip
 
 # (key, shade, least IoU, most gross share): what the matte meets on both characters, PNG and GIF.  The
 # character's own grey shading on a grey key is the hardest case: body pixels match the key in colour along
@@ -84,13 +84,13 @@ def gross_scores(frames: np.ndarray, alpha: np.ndarray) -> tuple[float, float]:
 # Generated-look renders, GIF-dithered (vignette, gradient, noise σ 0.012, then the GIF's 256 colours): the
 # dithering and the key's noise raise the key model's tolerance to ΔE 5 and it keys out most of a body shaded
 # through the key.  A graph cut over colour models learnt from the sure pixels (nodes/sprite/decide.py,
-# colour_cut_frames) gives it back: grey on grey 25.0 / 29.8 % -> 7.7 / 10.0 % (BCN_Epileptic, a flat-grey
-# figure: the issue's bound of 2 / 4 % is not met yet) and 6.3 / 7.5 % -> 2.9 / 3.2 % (Testwuson); the textured
-# Mr. Fixit darkened on black 34.6 / 40.5 % -> 2.5 / 3.2 %.  Bounds: the measured figures with a margin.
+# colour_cut_frames) gives it back: grey on grey 25.0 / 29.8 % -> 4.8 / 8.3 % (BCN_Epileptic, a flat-grey
+# figure: the issue's bound of 2 / 4 % is not met yet) and 6.3 / 7.5 % -> 2.5 / 2.8 % (Testwuson); the textured
+# Mr. Fixit darkened on black 34.6 / 40.5 % -> 1.7 / 2.1 %.  Bounds: the measured figures with a margin.
 GENERATED = {
-    ("BCN_Epileptic", "grey"): ((128, 128, 128), 1.0, 0.09, 0.11),
-    ("Testwuson", "grey"): ((128, 128, 128), 1.0, 0.035, 0.04),
-    ("mrfixit", "black"): ((0, 0, 0), 0.35, 0.035, 0.04),
+    ("BCN_Epileptic", "grey"): ((128, 128, 128), 1.0, 0.055, 0.09),
+    ("Testwuson", "grey"): ((128, 128, 128), 1.0, 0.03, 0.035),
+    ("mrfixit", "black"): ((0, 0, 0), 0.35, 0.02, 0.025),
 }
 
 
@@ -112,3 +112,15 @@ def test_colour_models_give_the_same_matte_every_time():
     cv2.setRNGSeed(1234)
     again = api.remove_background(clip)[1]
     assert torch.equal(first, again)
+
+
+def test_pale_vest_on_grey_meets_the_issue_bound():
+    """Issue 22's clip, as near as assimp's characters come: a fighter whose vest is a pale grey 5-20 levels above
+    a mid-grey key (ΔE 2-7, inside the tolerance the noise and the GIF's dithering give the key), generated look,
+    GIF-dithered.  Gross error <= 2 % of the character in the median frame, <= 4 % in the worst (measured 1.3 /
+    2.7 %; 26.9 / 29.9 % when the colour models were learnt from the whole seed mask, which took the vest into
+    the key's model, and the key-coloured islands the cut left in the vest were unmixed, each with a rim of the
+    vest)."""
+    frames, alpha = pale_vest_clip()
+    median, worst = gross_scores(frames, alpha)
+    assert median <= 0.02 and worst <= 0.04, (median, worst)

@@ -190,13 +190,14 @@ def decide_frames(
     return list(pool.map(cut, range(len(lab))))
 
 
-# The colour-model cut.  Background farther than REACH px from the key model's character is sure background;
-# the colour models are learnt in LEARN_ROUNDS rounds on one frame.  A gained near-key pixel with a strong edge
+# The colour-model cut.  Background farther than REACH px from the key model's character is sure background,
+# and the background's colour model is learnt from it alone.  A gained near-key pixel with a strong edge
 # within GAP px on both sides (left and right, or above and below) and flat (its 5x5-averaged Lab's slope below
 # FLAT x the border's median slope, at least FLAT_FLOOR ΔE/px) is a gap between two parts, not a part: GrabCut's
 # fixed smoothness closes such gaps (an arm beside a body), while a body shaded through the key slopes.
 REACH = 15.0
-LEARN_ROUNDS = 3
+# Gaussians in each of GrabCut's colour mixtures (OpenCV's fixed count): k-means needs as many samples.
+MIXTURE = 5
 GAP = 6
 FLAT = 6.0
 FLAT_FLOOR = 0.375
@@ -239,12 +240,13 @@ def colour_cut_frames(
     There a body shaded through the key's grey (a flat-grey figure, a pale vest) is the key's colour over bands
     and patches that reach its outline, and the denoised distance of :func:`decide_frames` keeps them
     background (gross error 25 % of such a figure in the median frame).  Mixtures of Gaussians over the raw
-    colours (``frames``), learnt from the sure character (key distance ``strong`` or more, in the key model's
-    character region) and the sure background (``REACH`` px from it), see what the averaged distance cannot:
+    colours (``frames``), learnt from the key model's character and the sure background (``REACH`` px from it),
+    see what the averaged distance cannot:
     the key's noise is a tight cloud around one grey, the body's shading a spread of greys, and the cut's
     contrast term closes a band between two shaded sides.  Seeds: the key model's character is probably
-    character, the rest of its background near the character probably background.  The models are learnt once,
-    on the frame with the most sure character (``LEARN_ROUNDS`` rounds), and each frame is cut with them frozen:
+    character (sure where its key distance is ``strong`` or more), the rest of its background near the character
+    probably background.  The models are learnt once, on the frame with the most sure character (OpenCV's k-means
+    initialisation of GrabCut's mixtures), and each frame is cut with them frozen:
     the clip's character and key are the same in every frame.  The cut only gives pixels to the character (as
     :func:`decide` does), and not flat near-key gaps between two edges (``GAP``; ``grads`` and ``level`` tell
     the edges, ``tol`` the key's tolerance, ``band`` the border band where the key's slope is measured).
@@ -263,12 +265,21 @@ def colour_cut_frames(
 
     sure = [int(np.count_nonzero(~b & (d >= strong))) for b, d in zip(bgs, dists, strict=True)]
     first = int(np.argmax(sure))
-    if not sure[first]:  # nothing is surely the character: nothing to learn it from
+    # The models are learnt from the sure pixels only: the background farther than REACH from the character,
+    # and the key model's character.  Learnt from the whole seed mask, the background mixture took in the
+    # character's own near-key parts (a pale vest within the key's tolerance, probably background there) and
+    # the cut gave them to the key.
+    far = cv2.distanceTransform(bgs[first].view(np.uint8), cv2.DIST_L2, 3) > REACH
+    if not sure[first] or min(np.count_nonzero(far), np.count_nonzero(~bgs[first])) < MIXTURE:  # nothing to learn
         return [b.copy() for b in bgs], [np.zeros_like(b) for b in bgs]
     back_model, fore_model = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
 
     def learn() -> None:
-        cv2.grabCut(image(first), seeds(first), None, back_model, fore_model, LEARN_ROUNDS, cv2.GC_INIT_WITH_MASK)
+        img = image(first)
+        samples = np.concatenate([img[far], img[~bgs[first]]])[:, None]
+        labels = np.full((len(samples), 1), cv2.GC_PR_FGD, np.uint8)
+        labels[: np.count_nonzero(far)] = cv2.GC_BGD
+        cv2.grabCut(samples, labels, None, back_model, fore_model, 0, cv2.GC_INIT_WITH_MASK)
 
     # GrabCut seeds its mixtures by k-means on OpenCV's per-thread random generator: in a thread of its own,
     # whose generator starts from OpenCV's fixed default state, the same clip gets the same models every time

@@ -313,7 +313,11 @@ def remove_background(
             solid = np.ones((PART, PART), np.uint8)  # a part at least PART px thick somewhere, not a fringe
             parts = sum(np.count_nonzero(cv2.erode(g.view(np.uint8), solid)) for g in gains)
             if parts >= GAINED * sum(np.count_nonzero(~b) for b in cut):
-                bgs, gained = cut, gains
+                # Islands of key colour the cut left inside the character, smaller than a pocket, are the
+                # character's own (a vest's shading under the key's noise): unmixed, each would take a rim's
+                # width of the part around it.
+                bgs = list(pool.map(lambda i: fill_holes(cut[i], bgs[i], min_hole), range(t)))
+                gained = gains
         if not exact and gained[0] is None:
             bgs = decide_frames(
                 pool, lab, grads, level, [f[0] for f in found], [f[1] for f in found], bgs, WEAK * tol, band
@@ -463,6 +467,24 @@ def find_pockets(
     seen = edge_cut(bg, grad, level, min_hole)
     bg &= ~seen
     return model, dist, bg, pocket_labels(dist, tol, bg, min_hole, lab, model, grad < level, weak), seen
+
+
+def fill_holes(bg: np.ndarray, before: np.ndarray, min_hole: int) -> np.ndarray:
+    """``bg`` without its enclosed islands smaller than ``min_hole`` px (as :func:`pocket_labels` counts a
+    pocket) that were not enclosed in the background ``before`` it: those were pockets the clip decided."""
+    inside = bg & ~border_connected(bg)
+    box = sprite_box(inside)
+    if box is None:
+        return bg
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(inside[box].view(np.uint8), connectivity=4)
+    small = stats[:, cv2.CC_STAT_AREA] < min_hole
+    old = np.zeros(n, bool)
+    old[labels[(before & ~border_connected(before))[box]]] = True
+    small &= ~old
+    small[0] = False
+    out = bg.copy()
+    out[box] &= ~small[labels]
+    return out
 
 
 def matte_frame(

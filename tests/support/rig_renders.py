@@ -68,6 +68,12 @@ def rendered_clip(
     rgba = _rgba(character, view, frames, width, height)
     alpha = rgba[..., 3].astype(np.float32) / 255.0
     colour = np.clip(rgba[..., :3].astype(np.float32) * shade, 0, 255)
+    return _on_key(colour, alpha, key, gif, generated), alpha
+
+
+def _on_key(colour: np.ndarray, alpha: np.ndarray, key: tuple[int, int, int], gif: bool, generated: bool) -> np.ndarray:
+    """Straight ``colour`` (0..255) with ``alpha`` over ``key`` as uint8 frames (see :func:`rendered_clip`)."""
+    height, width = alpha.shape[1:]
     back = np.broadcast_to(np.asarray(key, np.float32), colour.shape)
     if generated:
         yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
@@ -77,4 +83,26 @@ def rendered_clip(
     if generated:
         keyed = keyed + np.random.default_rng(0).normal(0, 0.012 * 255, keyed.shape).astype(np.float32)
     keyed = np.clip(np.rint(keyed), 0, 255).astype(np.uint8)
-    return (gif_dithered(keyed) if gif else keyed), alpha
+    return gif_dithered(keyed) if gif else keyed
+
+
+def pale_vest_clip(lift: tuple[float, float] = (5.0, 20.0), rows: tuple[float, float] = (0.31, 0.53)):
+    """``(frames uint8 [T,H,W,3], true alpha float32 [T,H,W])``: a fighter in a pale grey vest on a mid-grey key,
+    as a video model draws one and a GIF publishes it (generated look, then dithered).
+
+    Mr. Fixit's dark, unsaturated armour between ``rows`` (shares of the frame's height: chest to hips) is
+    repainted a grey ``lift`` levels above the key's 128, lighter where the armour was lighter (its texture's
+    shading): ΔE 2-7 from the key, within the tolerance the key's noise and dithering give it.
+    """
+    rgba = _rgba("mrfixit", "side_right", 8, 320, 320)
+    alpha = rgba[..., 3].astype(np.float32) / 255.0
+    colour = rgba[..., :3].astype(np.float32)
+    lightness = colour.mean(axis=-1)
+    armour = (lightness < 70) & (np.ptp(colour, axis=-1) < 25)
+    h = alpha.shape[1]
+    band = np.zeros(h, bool)
+    band[round(rows[0] * h) : round(rows[1] * h)] = True
+    armour &= band[None, :, None]
+    grey = 128.0 + lift[0] + (lift[1] - lift[0]) * np.clip(lightness / 70.0, 0, 1)
+    colour = np.where(armour[..., None], grey[..., None], colour)
+    return _on_key(colour, alpha, (128, 128, 128), gif=True, generated=True), alpha
