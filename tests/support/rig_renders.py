@@ -86,7 +86,9 @@ def _on_key(colour: np.ndarray, alpha: np.ndarray, key: tuple[int, int, int], gi
     return gif_dithered(keyed) if gif else keyed
 
 
-def pale_vest_clip(lift: tuple[float, float] = (5.0, 20.0), rows: tuple[float, float] = (0.31, 0.53)):
+def pale_vest_clip(
+    lift: tuple[float, float] = (5.0, 20.0), rows: tuple[float, float] = (0.31, 0.53)
+) -> tuple[np.ndarray, np.ndarray]:
     """``(frames uint8 [T,H,W,3], true alpha float32 [T,H,W])``: a fighter in a pale grey vest on a mid-grey key,
     as a video model draws one and a GIF publishes it (generated look, then dithered).
 
