@@ -252,12 +252,15 @@ def colour_cut_frames(
     the edges, ``tol`` the key's tolerance, ``band`` the border band where the key's slope is measured).
     """
 
+    def sure_background(bg: np.ndarray) -> np.ndarray:
+        return cv2.distanceTransform(bg.view(np.uint8), cv2.DIST_L2, 3) > REACH
+
     def seeds(i: int) -> np.ndarray:
         bg = bgs[i]
         mask = np.full(bg.shape, cv2.GC_PR_BGD, np.uint8)
         mask[~bg] = cv2.GC_PR_FGD
         mask[~bg & (dists[i] >= strong)] = cv2.GC_FGD
-        mask[cv2.distanceTransform(bg.view(np.uint8), cv2.DIST_L2, 3) > REACH] = cv2.GC_BGD
+        mask[sure_background(bg)] = cv2.GC_BGD
         return mask
 
     def image(i: int) -> np.ndarray:
@@ -269,7 +272,7 @@ def colour_cut_frames(
     # and the key model's character.  Learnt from the whole seed mask, the background mixture took in the
     # character's own near-key parts (a pale vest within the key's tolerance, probably background there) and
     # the cut gave them to the key.
-    far = cv2.distanceTransform(bgs[first].view(np.uint8), cv2.DIST_L2, 3) > REACH
+    far = sure_background(bgs[first])
     if not sure[first] or min(np.count_nonzero(far), np.count_nonzero(~bgs[first])) < MIXTURE:  # nothing to learn
         return [b.copy() for b in bgs], [np.zeros_like(b) for b in bgs]
     back_model, fore_model = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)

@@ -476,11 +476,9 @@ def fill_holes(bg: np.ndarray, before: np.ndarray, min_hole: int) -> np.ndarray:
     box = sprite_box(inside)
     if box is None:
         return bg
-    n, labels, stats, _ = cv2.connectedComponentsWithStats(inside[box].view(np.uint8), connectivity=4)
+    _, labels, stats, _ = cv2.connectedComponentsWithStats(inside[box].view(np.uint8), connectivity=4)
     small = stats[:, cv2.CC_STAT_AREA] < min_hole
-    old = np.zeros(n, bool)
-    old[labels[(before & ~border_connected(before))[box]]] = True
-    small &= ~old
+    small[labels[(before & ~border_connected(before))[box]]] = False
     small[0] = False
     out = bg.copy()
     out[box] &= ~small[labels]
