@@ -84,12 +84,13 @@ def gross_scores(frames: np.ndarray, alpha: np.ndarray) -> tuple[float, float]:
 # Generated-look renders, GIF-dithered (vignette, gradient, noise σ 0.012, then the GIF's 256 colours): the
 # dithering and the key's noise raise the key model's tolerance to ΔE 5 and it keys out most of a body shaded
 # through the key.  A graph cut over colour models learnt from the sure pixels (nodes/sprite/decide.py,
-# colour_cut_frames) gives it back: grey on grey 25.0 / 29.8 % -> 4.8 / 8.3 % (BCN_Epileptic, a flat-grey
-# figure: the issue's bound of 2 / 4 % is not met yet) and 6.3 / 7.5 % -> 2.5 / 2.8 % (Testwuson); the textured
-# Mr. Fixit darkened on black 34.6 / 40.5 % -> 1.7 / 2.1 %.  Bounds: the measured figures with a margin.
+# colour_cut_frames) gives it back, and the rim unmixed only as deep as the soft edge is wide keeps the shaded
+# silhouette: grey on grey 25.0 / 29.8 % -> 4.0 / 6.4 % (BCN_Epileptic, a flat-grey figure: the issue's bound
+# of 2 / 4 % is not met yet) and 6.3 / 7.5 % -> 1.3 / 1.6 % (Testwuson; 2.5 / 2.8 % with a 4-px rim); the
+# textured Mr. Fixit darkened on black 34.6 / 40.5 % -> 1.7 / 2.1 %.  Bounds: the measured figures with a margin.
 GENERATED = {
-    ("BCN_Epileptic", "grey"): ((128, 128, 128), 1.0, 0.055, 0.09),
-    ("Testwuson", "grey"): ((128, 128, 128), 1.0, 0.03, 0.035),
+    ("BCN_Epileptic", "grey"): ((128, 128, 128), 1.0, 0.045, 0.075),
+    ("Testwuson", "grey"): ((128, 128, 128), 1.0, 0.017, 0.02),
     ("mrfixit", "black"): ((0, 0, 0), 0.35, 0.02, 0.025),
 }
 
@@ -117,8 +118,8 @@ def test_colour_models_give_the_same_matte_every_time():
 def test_pale_vest_on_grey_meets_the_issue_bound():
     """Issue 22's clip, as near as assimp's characters come: a fighter whose vest is a pale grey 5-20 levels above
     a mid-grey key (ΔE 2-7, inside the tolerance the noise and the GIF's dithering give the key), generated look,
-    GIF-dithered.  Gross error <= 2 % of the character in the median frame, <= 4 % in the worst (measured 1.3 /
-    2.7 %; 26.9 / 29.9 % when the colour models were learnt from the whole seed mask, which took the vest into
+    GIF-dithered.  Gross error <= 2 % of the character in the median frame, <= 4 % in the worst (measured 1.1 /
+    2.1 %; 26.9 / 29.9 % when the colour models were learnt from the whole seed mask, which took the vest into
     the key's model, and the key-coloured islands the cut left in the vest were unmixed, each with a rim of the
     vest)."""
     frames, alpha = pale_vest_clip()

@@ -69,8 +69,6 @@ PAST = 4.0
 # On a grey key (chroma below GREY_CHROMA), an enclosed pocket needs this share of inside pixels (see pocket_labels).
 CORE = 0.25
 GREY_CHROMA = 20.0
-# Depth (px) of the rim that is unmixed on a noisy key: JPEG's chroma subsampling bleeds a saturated key that far.
-RIM = 4
 # On a noise-free key with a soft edge at most this wide (a render's anti-aliasing), a rim pixel is unmixed
 # against the nearest opaque pixel's colour; a wider edge (an upscale's) is a mix deeper in, and there the
 # nearest opaque pixel is a mix too: the mean of the nearby ones.
@@ -322,7 +320,7 @@ def remove_background(
             bgs = decide_frames(
                 pool, lab, grads, level, [f[0] for f in found], [f[1] for f in found], bgs, WEAK * tol, band
             )
-        rim = soft_edge_width([f[1] for f in found], bgs, pool.map) if exact else RIM
+        rim = soft_edge_width([f[1] for f in found], bgs, pool.map)
         rgb = np.empty_like(frames)
         alpha = np.empty((t, h, w), np.float32)
         speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
