@@ -756,7 +756,7 @@ def unmix(
         if kept is not None:  # the colour models decided where the key's colour cannot tell
             behind |= kept[y0:y1, x0:x1][ys, xs] & (depth[ys, xs] > 1.5) & (near_c[ys, xs] < WEAK * near_tol)
         untold = norm2 < 0.05**2
-        if fine_edge:  # where the colour cannot tell the alpha, the place does
+        if rim <= NEAREST_RIM:  # where the colour cannot tell the alpha, the place does (under noise too)
             behind |= render_rim(dist_c, solid, depth, window, ys, xs, proj, norm2)
         a = np.where(untold | own_colour | behind, 1.0, proj).astype(np.float32)
         if fine_edge:
@@ -854,7 +854,8 @@ def render_rim(
     alpha: np.ndarray,
     norm2: np.ndarray,
 ) -> np.ndarray:
-    """Which rim pixels ``ys, xs`` of an anti-aliased edge on a noise-free key are opaque by their place.
+    """Which rim pixels ``ys, xs`` of an edge at most :data:`NEAREST_RIM` px wide (a render's anti-aliasing, on a
+    noise-free key or under a video model's noise) are opaque by their place.
 
     A grey body shaded through a grey key's own grey: there its rim pixels are the key's colour within a few
     ΔE whatever their alpha, and against the nearest opaque pixel (brighter or darker, 2 px in) they unmix
