@@ -130,6 +130,14 @@ NEAR_KEY = [
     # The white belly on light grey under a video model's noise: its lightness offset counts in the key's noise
     # units, not in a ΔE inflated by chroma noise (nodes/sprite/matte.py, noise_weights; before: 0.54 % / 1.00 %).
     ("tuxmath_penguin", "light_grey", "generated"),
+    # Tux's white belly behind an outline of sparse dark dots on greys under noise: the 3x3 average takes the dots
+    # for key, and across the key from the belly's white they unmixed to nothing; unmixed against their strongest
+    # neighbour they stay (nodes/sprite/matte.py, OFF_KEY; before 0.61 / 0.67 % and 0.59 / 0.69 %).  The held-out
+    # Frozen-Bubble's grey face on mid grey, an enclosed region whose inside is offset in lightness (before the
+    # key's noise units 3.55 / 3.68 %).
+    ("tuxmath_tux", "light_grey", "generated"),
+    ("tuxmath_tux", "mid_grey", "generated"),
+    ("frozen_bubble", "mid_grey", "generated"),
 ]
 
 
@@ -137,22 +145,3 @@ NEAR_KEY = [
 def test_matte_meets_the_bounds_on_near_key_cases(name, key, look):
     median, worst = matte_scores(name, key, look)
     assert median <= 0.005 and worst <= 0.02, (name, key, look, median, worst)
-
-
-# Generated-look near-key cases not yet within the bounds, judged in the key's noise units (nodes/sprite/matte.py,
-# noise_weights): the measured (median, worst) with a margin, each below the figures before (in ΔE).  Tux's white
-# belly and eyes on greys: 0.61 / 0.67 % and 0.59 / 0.69 % (before 0.88 / 0.94 and 0.78 / 0.93; left: a 1-px eye
-# outline drawn within ΔE 4 of the key is unmixed away); the held-out Frozen-Bubble's grey face on mid grey, an
-# enclosed region whose inside is offset in lightness: 1.43 / 1.79 % (before 3.55 / 3.68).
-GENERATED_NEAR_KEY = {
-    ("tuxmath_tux", "light_grey"): (0.007, 0.008),
-    ("tuxmath_tux", "mid_grey"): (0.007, 0.008),
-    ("frozen_bubble", "mid_grey"): (0.018, 0.022),
-}
-
-
-@pytest.mark.parametrize("name,key", sorted(GENERATED_NEAR_KEY))
-def test_generated_near_key_cases_in_noise_units(name, key):
-    median, worst = matte_scores(name, key, "generated")
-    most_median, most_worst = GENERATED_NEAR_KEY[name, key]
-    assert median <= most_median and worst <= most_worst, (name, key, median, worst)

@@ -77,6 +77,10 @@ NEAREST_RIM = 2
 # near, says nothing of its alpha; |F - B| of at least TOLD (RGB 0..1) unmixes a pixel well.
 CALM = 15.0
 TOLD = 0.2
+# A rim pixel at least this far from the key (RGB 0..1) is clearly off it: farther than an upscale's ringing or a
+# video model's noise takes a mix (at 0.08 the tuxmath penguin's bicubic ringing beside its white belly counted,
+# 0.17 -> 0.37 % gross error; at 0.25 half of Tux's dark outline dots did not).
+OFF_KEY = 0.15
 # The colour-model cut decides a clip when the parts it gives the character beyond the key model, counted where
 # they are at least PART px thick (left by a PART x PART erosion), are at least GAINED of the character: measured
 # 0.1-16 % where the key's grey swallowed shaded parts (Pingus's belly, Frozen-Bubble's face, the renders' bodies),
@@ -746,6 +750,16 @@ def unmix(
             pick = miss_near < miss[retry]
             better = retry[pick]
             norm2[better], proj[better], miss[better] = norm2_near[pick], proj_near[pick], miss_near[pick]
+        # A rim pixel clearly off the key that unmixes to nothing lies across the key from its part's colour: no
+        # mix of the two but a colour of its own (a dark outline dot between a white belly and a grey key, which
+        # the 3x3 average had taken for key): unmixed against its strongest neighbour, where that explains it better.
+        across = np.flatnonzero((miss > 0.5 * to_key) & (depth[ys, xs] <= rim) & (proj < 0.05) & (to_key >= OFF_KEY))
+        if len(across):
+            strong = strongest_neighbour(crop, ys[across], xs[across], key[across])
+            norm2_s, proj_s, miss_s = mix_line(c[across], key[across], strong)
+            pick = miss_s < miss[across]
+            better = across[pick]
+            norm2[better], proj[better], miss[better] = norm2_s[pick], proj_s[pick], miss_s[pick]
         off_line = miss > 0.5 * to_key
         own_colour = off_line & (depth[ys, xs] > rim)
         # Foreground too close to the key to unmix, or a colour of its own: known foreground.
