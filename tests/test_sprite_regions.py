@@ -69,3 +69,23 @@ def test_edge_cut_finds_a_part_behind_an_edge_anywhere_in_the_frame():
     assert cut[5, 62:73].all() and cut[14, 62:73].all()  # inner ring
     assert not cut[4, :].any() and not cut[15, :].any()  # outer ring
     assert not cut[30:, :].any()
+
+
+def test_close_steps_gives_the_character_its_narrow_edge_channels_only():
+    """A one-pixel line of background on an edge between two parts (a dark outline's step to a light part, through
+    the key's grey) goes to the character; the same channel off the edges, a three-pixel gap and the background
+    outside the silhouette stay background."""
+    bg = np.ones((40, 60), bool)
+    bg[10:30, 10:20] = False  # a part
+    bg[10:30, 21:31] = False  # another, one pixel to its right
+    bg[10:30, 34:44] = False  # a third, three pixels right of the second
+    grad = np.zeros(bg.shape, np.float32)
+    grad[10:20, 20] = 5.0  # the upper half of the one-pixel channel is a step
+    grad[10:30, 31:34] = 5.0  # so is the three-pixel gap (too wide to be a step)
+    grad[5, :] = 5.0  # an edge out in the background, no channel
+    closed = edges.close_steps(bg, grad, level=2.0)
+    assert not closed[10:20, 20].any()  # the step: character
+    assert closed[20:30, 20].all()  # the calm half of the channel: background
+    assert closed[10:30, 31:34].all()  # the three-pixel gap
+    assert closed[5, :].all() and closed[:10].all() and closed[30:].all()
+    np.testing.assert_array_equal(closed & ~bg, np.zeros_like(bg))  # it only takes background away

@@ -80,18 +80,18 @@ def test_key_coloured_sprites_are_not_fair_on_their_own_key():
     assert sources.key_share(alpha, rgb, sources.KEYS["green"]) == 0.0
 
 
-def matte_scores(name: str, key: str, look: str) -> tuple[float, float]:
+def matte_scores(name: str, key: str, look: str, interpolation: str | None = None) -> tuple[float, float]:
     """``(median, worst)`` frame gross error of the matte on a source's first 6 frames on ``key``, 3x bicubic
-    (pixel art: 4x nearest) with ±3 px jitter; ``look``: ``plain``, ``generated`` or ``gif`` (the plain
-    composite published as a dithered GIF)."""
+    (pixel art: 4x nearest; or 3x ``interpolation`` when given) with ±3 px jitter; ``look``: ``plain``,
+    ``generated`` or ``gif`` (the plain composite published as a dithered GIF)."""
     rgb, alpha = small(name)
-    pixel = sources.sources()[name].pixel_art
+    pixel = sources.sources()[name].pixel_art and interpolation is None
     frames, truth = sources.composite(
         rgb,
         alpha,
         sources.KEYS[key],
         scale=4 if pixel else 3,
-        interpolation="nearest" if pixel else "bicubic",
+        interpolation="nearest" if pixel else interpolation or "bicubic",
         generated=look == "generated",
         publish="gif" if look == "gif" else "png",
         seed=1,
@@ -145,3 +145,20 @@ NEAR_KEY = [
 def test_matte_meets_the_bounds_on_near_key_cases(name, key, look):
     median, worst = matte_scores(name, key, look)
     assert median <= 0.005 and worst <= 0.02, (name, key, look, median, worst)
+
+
+# The same under a bilinear upscale, whose softer steps pass through the key's grey over more pixels: Tux's white
+# belly behind its broken outline of dark dots on light grey (a line of such steps joined the background through
+# the outline's breaks: 0.65 / 0.81 % before nodes/sprite/edges.py's close_steps), the penguin's, and the held-out
+# Frozen-Bubble's pale face.
+NEAR_KEY_BILINEAR = [
+    ("tuxmath_tux", "light_grey"),
+    ("tuxmath_penguin", "light_grey"),
+    ("frozen_bubble", "light_grey"),
+]
+
+
+@pytest.mark.parametrize("name,key", NEAR_KEY_BILINEAR)
+def test_matte_meets_the_bounds_on_near_key_cases_upscaled_bilinear(name, key):
+    median, worst = matte_scores(name, key, "generated", interpolation="bilinear")
+    assert median <= 0.005 and worst <= 0.02, (name, key, median, worst)
