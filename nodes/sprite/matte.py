@@ -73,8 +73,9 @@ GREY_CHROMA = 20.0
 # against the nearest opaque pixel's colour; a wider edge (an upscale's) is a mix deeper in, and there the
 # nearest opaque pixel is a mix too: the mean of the nearby ones.
 NEAREST_RIM = 2
-# On such an edge (see render_rim): a colour within CALM (ΔE) of the key, in a part whose opaque pixels come as
-# near, says nothing of its alpha; |F - B| of at least TOLD (RGB 0..1) unmixes a pixel well.
+# On an edge at most NEAREST_RIM px wide, on any key (see render_rim): a colour within CALM (ΔE) of the key, in a
+# part whose opaque pixels come as near, says nothing of its alpha; |F - B| of at least TOLD (RGB 0..1) unmixes a
+# pixel well.
 CALM = 15.0
 TOLD = 0.2
 # A rim pixel at least this far from the key (RGB 0..1) is clearly off it: farther than an upscale's ringing or a
@@ -748,24 +749,25 @@ def unmix(
         fore[thin] = strongest_neighbour(crop, ys[thin], xs[thin], key[thin])
         norm2, proj, miss = mix_line(c, key, fore)
         to_key = distance(c, key)
+
+        def explain_better(at: np.ndarray, fore_of: Callable[[np.ndarray], np.ndarray]) -> None:
+            """Unmix the pixels ``at`` against the colours ``fore_of(at)`` instead, where those explain them better."""
+            if len(at):
+                norm2_at, proj_at, miss_at = mix_line(c[at], key[at], fore_of(at))
+                pick = miss_at < miss[at]
+                better = at[pick]
+                norm2[better], proj[better], miss[better] = norm2_at[pick], proj_at[pick], miss_at[pick]
+
         # A pixel the nearby opaque colour does not explain may lie on a thin part of another colour
         # (a dark leg next to a red body): try the inner colour of its own part.
-        retry = np.flatnonzero((miss > 0.5 * to_key) & near_found & (depth[ys, xs] > 1.5))
-        if len(retry):
-            norm2_near, proj_near, miss_near = mix_line(c[retry], key[retry], near[retry])
-            pick = miss_near < miss[retry]
-            better = retry[pick]
-            norm2[better], proj[better], miss[better] = norm2_near[pick], proj_near[pick], miss_near[pick]
+        explain_better(np.flatnonzero((miss > 0.5 * to_key) & near_found & (depth[ys, xs] > 1.5)), lambda at: near[at])
         # A rim pixel clearly off the key that unmixes to nothing lies across the key from its part's colour: no
         # mix of the two but a colour of its own (a dark outline dot between a white belly and a grey key, which
-        # the 3x3 average had taken for key): unmixed against its strongest neighbour, where that explains it better.
-        across = np.flatnonzero((miss > 0.5 * to_key) & (depth[ys, xs] <= rim) & (proj < 0.05) & (to_key >= OFF_KEY))
-        if len(across):
-            strong = strongest_neighbour(crop, ys[across], xs[across], key[across])
-            norm2_s, proj_s, miss_s = mix_line(c[across], key[across], strong)
-            pick = miss_s < miss[across]
-            better = across[pick]
-            norm2[better], proj[better], miss[better] = norm2_s[pick], proj_s[pick], miss_s[pick]
+        # the 3x3 average had taken for key): try its strongest neighbour.
+        explain_better(
+            np.flatnonzero((miss > 0.5 * to_key) & (depth[ys, xs] <= rim) & (proj < 0.05) & (to_key >= OFF_KEY)),
+            lambda at: strongest_neighbour(crop, ys[at], xs[at], key[at]),
+        )
         off_line = miss > 0.5 * to_key
         own_colour = off_line & (depth[ys, xs] > rim)
         # Foreground too close to the key to unmix, or a colour of its own: known foreground.
