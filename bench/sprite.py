@@ -12,10 +12,10 @@ Run: ``python bench/sprite.py [--baseline-ref main]``.
    process is printed too.
 2. Other games' sprites (``tests/support/sprite_sources.py``: tuxmath, Frozen-Bubble, Pingus from Debian's
    packages, Kenney's robot; Frozen-Bubble is held out from tuning) on the seven keys, 3x bicubic (Pingus:
-   4x nearest) plain, with the generated look, and published as GIF and H.264: per source and key the
-   median / worst frame's gross error (share of the character wrong farther than 1 px from the true
-   contour; the issue-22 bounds are 0.5 % / 2 %) and the min IoU, new / baseline ref, and ms/frame of the
-   matte alone, both sides in this run.
+   4x nearest) plain, with the generated look, published as GIF and H.264, and the plain composite through
+   JPEG and H.264 (a clean key through a lossy codec): per source and key the median / worst frame's gross
+   error (share of the character wrong farther than 1 px from the true contour; the issue-22 bounds are
+   0.5 % / 2 %) and the min IoU, new / baseline ref, and ms/frame of the matte alone, both sides in this run.
 3. A synthetic clip against a plain hard key (one RGB distance threshold + bbox).
 4. The time to pack 64 frames on a sheet (grid and packed), against a numpy grid copy.
 """
@@ -138,6 +138,8 @@ def other_games(ref: str) -> None:
             "generated": {"generated": True, "publish": "png"},
             "gif": {"generated": False, "publish": "gif"},
             "h264": {"generated": True, "publish": "h264"},
+            "jpeg": {"generated": False, "publish": "jpeg"},  # a clean key through a lossy codec
+            "h264 clean": {"generated": False, "publish": "h264"},
         }
         print(f"other games' sprites: median/worst gross error % (new | {ref}), min IoU new/{ref}")
         wall = {"new": 0.0, "old": 0.0}

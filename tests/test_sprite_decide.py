@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 import pytest
 from gameanim.nodes.sprite import decide, matte
-from support.sprite_sources import gif_dithered
+from support.sprite_sources import gif_dithered, publish_as
 
 
 def disc_clip(key: float, part: float, scale: int, noise: float = 0.0, t: int = 3) -> tuple[np.ndarray, np.ndarray]:
@@ -24,15 +24,18 @@ def disc_clip(key: float, part: float, scale: int, noise: float = 0.0, t: int = 
     return frames, np.repeat(alpha[None], t, axis=0)
 
 
-def test_noise_free_key_is_recognised_and_a_noisy_one_is_not():
+def test_key_kinds_are_recognised():
     frames, _ = disc_clip(0.5, 0.9, 1)
     band = matte.border_mask(*frames.shape[1:3], 4)
-    assert decide.noise_free(frames, band)
+    assert decide.key_kind(frames, band) == "exact"
     noisy, _ = disc_clip(0.5, 0.9, 1, noise=0.004)
-    assert not decide.noise_free(noisy, band)
+    assert decide.key_kind(noisy, band) == "noisy"
     # A dark key hides noise in Lab (L is nearly flat near black); the test is on RGB.
     dark, _ = disc_clip(0.0, 0.9, 1, noise=0.01)
-    assert not decide.noise_free(np.clip(dark, 0, 1), band)
+    assert decide.key_kind(np.clip(dark, 0, 1), band) == "noisy"
+    # Through JPEG the flat border stays exact and the disc rings: faint pixels around it.
+    published = publish_as(np.rint(frames * 255).astype(np.uint8), "jpeg").astype(np.float32) / 255
+    assert decide.key_kind(published, band) == "compressed"
 
 
 def test_soft_edge_width_follows_the_upscale():

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Literal
 
 import cv2
 import maxflow
@@ -314,6 +315,11 @@ FAINT = 6 / 255
 # The tolerance on such a key (unaveraged Lab: nothing to average away, and the 3x3 average would smear the
 # character's 1-px anti-aliased rim over the key around it).
 EXACT_TOL = 0.3
+# The least tolerance (ΔE) on a clean key after a lossy codec (see key_kind): the border measures no noise, and
+# at the smallest tolerance (1) the ringing around the sprite (4:2:0 chroma bleed, ΔE 6 median and 14 at the 90th
+# percentile beside Pingus's beak after JPEG) was kept as blocks of character.  Calibrated on JPEG quality 75
+# (0.5-1.5 were too small, 2-3 alike), validated on H.264 CRF 23 and on other qualities (see docs/sprite.md).
+COMPRESSED_TOL = 2.0
 # A ring of the character's rim is a soft edge (a mix of key and part) while its key distance is below this
 # share of the next ring's, inward; the widest soft edge looked for.
 MIXED = 0.9
@@ -330,23 +336,26 @@ def spread(count: int) -> np.ndarray:
     return np.unique(np.linspace(0, count - 1, min(count, WIDTH_FRAMES)).round().astype(int))
 
 
-def noise_free(frames: np.ndarray, band: np.ndarray, map_: Callable = map) -> bool:
-    """Whether the clip's key is one noise-free colour (the pixels around the key are looked at on up to
-    ``WIDTH_FRAMES`` frames spread over the clip); the matte then works on the unaveraged Lab.
+def key_kind(frames: np.ndarray, band: np.ndarray, map_: Callable = map) -> Literal["exact", "compressed", "noisy"]:
+    """What the clip's key is: ``"exact"`` (one noise-free colour: the matte then works on the unaveraged Lab),
+    ``"compressed"`` (a clean key through a lossy codec: the tolerance is at least ``COMPRESSED_TOL``) or
+    ``"noisy"``.  The pixels around the key are looked at on up to ``WIDTH_FRAMES`` frames spread over the clip.
 
-    Noise-free: 99 % of the border's pixels within ``EXACT_NOISE`` of its median colour in every channel
-    and frame, and the pixels just around that exact key mostly a visible step off it (a render's
-    anti-aliased rim), not faint (``FAINT``: compression rings around a sprite while a flat border encodes
-    exactly, so a JPEG or H.264 clip on black or a clean key passes the border test).  On a noise-free key
-    the evidence is exact: every pixel off the key by more than rounding is the character or its rim.  A
-    part shaded through the key's colour (a grey body on a grey key) is the key's colour only along a line,
-    not over the pockets and bands that the tolerance of an averaged, noisy key would make of it.  The frames
+    Exact: 99 % of the border's pixels within ``EXACT_NOISE`` of its median colour in every channel and frame,
+    and the pixels just around that exact key mostly a visible step off it (a render's anti-aliased rim), not
+    faint (``FAINT``).  On such a key the evidence is exact: every pixel off the key by more than rounding is
+    the character or its rim.  A part shaded through the key's colour (a grey body on a grey key) is the key's
+    colour only along a line, not over the pockets and bands that the tolerance of an averaged, noisy key would
+    make of it.  Compressed: the same flat border with mostly faint pixels around the exact key.  JPEG and
+    H.264 encode a flat key exactly and ring only in the blocks the sprite crosses, so the border, where the
+    tolerance is measured, shows no noise at all while the sprite wears a halo of the codec's ringing (a sprite
+    drawn up to the key in colours within ``FAINT`` of it, Tux's black body on black, reads so too).  The frames
     are looked at through ``map_`` (a thread pool's map).
     """
     border = frames[:, band]  # [T,N,3]
     key = np.median(border, axis=1, keepdims=True)
     if not border.size or float(np.quantile(channel_max(np.abs(border - key)), 0.99, axis=1).max()) > EXACT_NOISE:
-        return False
+        return "noisy"
 
     def ring_counts(i: int) -> tuple[int, int]:
         """(faint, all) pixels of the ring just around frame ``i``'s exact key."""
@@ -361,7 +370,7 @@ def noise_free(frames: np.ndarray, band: np.ndarray, map_: Callable = map) -> bo
         return int(np.count_nonzero(off <= FAINT)), len(off)
 
     faint, total = (sum(counts) for counts in zip(*map_(ring_counts, spread(len(frames))), strict=True))
-    return not (total and faint > 0.5 * total)
+    return "compressed" if total and faint > 0.5 * total else "exact"
 
 
 def soft_edge_width(dists: list[np.ndarray], bgs: list[np.ndarray], map_: Callable = map) -> int:

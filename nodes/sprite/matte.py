@@ -12,7 +12,9 @@ therefore decides *where* the background is, not only *what colour* it is:
 2. **Measure** the tolerance from the clip's own background noise (the spread of the border's
    residuals, pooled over the clip so the edge does not flicker), never below ``low``.  If the
    border does not fit a smooth surface within ``high`` the clip has no solid background and we
-   say so (InputError) instead of keying out half a scene.  On a neutral key a video model's noise is
+   say so (InputError) instead of keying out half a scene.  A clean key through a lossy codec measures no noise
+   on its border while the sprite rings: there the tolerance is at least ``COMPRESSED_TOL`` (see
+   :func:`.decide.key_kind`).  On a neutral key a video model's noise is
    mostly chroma; the weak band, the outline test and enclosed pockets' insides are judged in the key's
    noise units, chroma scaled down to the lightness noise (:func:`noise_weights`).
 3. **Background = connected to the frame border**: pixels within tolerance of the model that touch
@@ -50,7 +52,7 @@ from ...core.errors import InputError
 from ...core.frames import check_alpha
 from ...core.progress import ProgressFn, no_progress
 from .colour import distance
-from .decide import EXACT_TOL, colour_cut_frames, decide_frames, noise_free, soft_edge_width
+from .decide import COMPRESSED_TOL, EXACT_TOL, colour_cut_frames, decide_frames, key_kind, soft_edge_width
 from .edges import close_steps, edge_cut, edge_level, lab_gradient
 from .pockets import drawn_pockets
 from .regions import border_connected, sprite_box
@@ -281,8 +283,9 @@ def remove_background(
     lab = np.empty_like(frames)
     grads = np.empty((t, h, w), np.float32)
     with ThreadPoolExecutor(WORKERS) as pool:  # OpenCV and numpy release the GIL
-        # A noise-free key is decided on the unaveraged colours (see :func:`.decide.noise_free`).
-        exact = noise_free(frames, band, pool.map)
+        # A noise-free key is decided on the unaveraged colours (see :func:`.decide.key_kind`).
+        kind = key_kind(frames, band, pool.map)
+        exact = kind == "exact"
 
         def colour(i: int) -> None:
             frame_lab(frames[i], out=lab[i], blur=not exact)
@@ -293,6 +296,9 @@ def remove_background(
         background = describe(surface, coefs, tol, resid, high, min_solid_fraction)
         if exact:
             tol, weak = EXACT_TOL, None
+            background = replace(background, tolerance=tol)
+        elif kind == "compressed" and tol < COMPRESSED_TOL:  # the codec's ringing is beside the sprite only
+            tol = COMPRESSED_TOL
             background = replace(background, tolerance=tol)
         level = edge_level(grads, band)
         found = list(
