@@ -186,7 +186,7 @@ def silhouette_change(a: np.ndarray, b: np.ndarray, shift: tuple[int, int]) -> f
     ya, yb = slice(max(0, -dy), min(h, h - dy)), slice(max(0, dy), min(h, h + dy))
     xa, xb = slice(max(0, -dx), min(w, w - dx)), slice(max(0, dx), min(w, w + dx))
     inter = int(np.count_nonzero(a[ya, xa] & b[yb, xb]))
-    union = int(a.sum()) + int(b.sum()) - inter
+    union = int(np.count_nonzero(a)) + int(np.count_nonzero(b)) - inter
     return 1.0 - inter / union if union else 0.0
 
 
@@ -196,7 +196,7 @@ def centroid(mask: np.ndarray) -> tuple[float, float] | None:
     Not the bounding box's centre: on a noisy key a few background islands far from the sprite
     stretch the box, and they weigh next to nothing in the centroid.
     """
-    m = cv2.moments(mask.astype(np.uint8), binaryImage=True)
+    m = cv2.moments(mask.view(np.uint8), binaryImage=True)
     return (m["m01"] / m["m00"], m["m10"] / m["m00"]) if m["m00"] else None
 
 
@@ -220,8 +220,8 @@ def best_match(image: np.ndarray, template: np.ndarray, y: int, x: int, search: 
     score = cv2.matchTemplate(
         np.ascontiguousarray(image[sy0:sy1, sx0:sx1]), np.ascontiguousarray(template), cv2.TM_SQDIFF
     )
-    my, mx = np.unravel_index(int(np.argmin(score)), score.shape)
-    return sy0 + int(my), sx0 + int(mx)
+    _, _, (mx, my), _ = cv2.minMaxLoc(score)  # the first least score in row order, as np.argmin's
+    return sy0 + my, sx0 + mx
 
 
 def overlap(own: np.ndarray, labels: np.ndarray, areas: np.ndarray, at: tuple[int, int]) -> float:
@@ -231,10 +231,9 @@ def overlap(own: np.ndarray, labels: np.ndarray, areas: np.ndarray, at: tuple[in
     into a larger gap, or leaked out of the crop, does not look like the same pocket.
     """
     y, x = at
-    there = labels[y : y + own.shape[0], x : x + own.shape[1]]
-    hit = np.unique(there[own])
-    hit = hit[hit > 0]
-    if not len(hit):
+    under = labels[y : y + own.shape[0], x : x + own.shape[1]][own]
+    under = under[under > 0]  # the pocket's pixels that land on a pocket (all of every pocket it hits overlap it)
+    if not len(under):
         return 0.0
-    inter = int(np.count_nonzero(own & np.isin(there, hit)))
-    return inter / (int(own.sum()) + int(areas[hit].sum()) - inter)
+    inter = len(under)
+    return inter / (int(np.count_nonzero(own)) + int(areas[np.unique(under)].sum()) - inter)
