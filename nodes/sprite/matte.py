@@ -248,10 +248,12 @@ def fit_surface(basis: np.ndarray, values: np.ndarray, floor: float, rounds: int
     coef = np.zeros((basis.shape[1], values.shape[1]), np.float32)
     if len(values) < basis.shape[1] * 4:
         coef[0] = np.median(values, axis=0)  # basis[:, 0] is the constant 1
-    for _ in range(rounds + 1):
+    for refit in range(rounds + 1):
         if keep.sum() < basis.shape[1] * 4:
             break
         coef = solve(basis, values) if keep.all() else solve(basis[keep], values[keep])
+        if refit == rounds:
+            break
         resid = distance(values, basis @ coef)
         keep = resid <= max(3.0 * float(np.median(resid)), floor)
     return coef
