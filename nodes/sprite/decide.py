@@ -318,7 +318,8 @@ EXACT_TOL = 0.3
 # The least tolerance (ΔE) on a clean key after a lossy codec (see key_kind): the border measures no noise, and
 # at the smallest tolerance (1) the ringing around the sprite (4:2:0 chroma bleed, ΔE 6 median and 14 at the 90th
 # percentile beside Pingus's beak after JPEG) was kept as blocks of character.  Calibrated on JPEG quality 75
-# (0.5-1.5 were too small, 2-3 alike), validated on H.264 CRF 23 and on other qualities (see docs/sprite.md).
+# (at 1.5-1.75, 9-10 of the tuning sources' 23 clips stayed over the issue's bounds, at 2-3, 3-5), validated on
+# H.264 CRF 23 and other qualities (see docs/sprite.md).
 COMPRESSED_TOL = 2.0
 # A ring of the character's rim is a soft edge (a mix of key and part) while its key distance is below this
 # share of the next ring's, inward; the widest soft edge looked for.

@@ -232,7 +232,7 @@ def overlap(own: np.ndarray, labels: np.ndarray, areas: np.ndarray, at: tuple[in
     """
     y, x = at
     under = labels[y : y + own.shape[0], x : x + own.shape[1]][own]
-    under = under[under > 0]  # the pocket's pixels that land on a pocket (all of every pocket it hits overlap it)
+    under = under[under > 0]  # the pocket's pixels that land on another pocket: the intersection
     if not len(under):
         return 0.0
     inter = len(under)
