@@ -145,7 +145,7 @@ def other_games(ref: str) -> None:
         wall = {"new": 0.0, "old": 0.0}
         cpu = {"new": 0.0, "old": 0.0}
         count = 0
-        for name in ("tuxmath_penguin", "tuxmath_tux", "pingus", "frozen_bubble", "kenney_robot"):
+        for name in ("tuxmath_penguin", "tuxmath_tux", "pingus", "frozen_bubble", "ceferino", "kenney_robot"):
             source = sources.sources()[name]
             rgb, alpha = source.load()
             for look, options in looks.items():

@@ -2,7 +2,7 @@
 matte on it where it meets the issue-22 bounds (gross error <= 0.5 % of the character in the median frame,
 <= 2 % in the worst, outside a 1-px band around the true contour).
 
-``frozen_bubble`` is held out: no matte decision was tuned on it.  On the near-key keys (white, greys, black)
+``ceferino`` is held out: no matte decision was tuned on it.  On the near-key keys (white, greys, black)
 the bounds hold for the cases listed in ``NEAR_KEY``, not yet everywhere (docs/sprite.md has the figures of
 every case, measured by ``bench/sprite.py``).
 """
@@ -14,19 +14,19 @@ import numpy as np
 import pytest
 from support import sprite_sources as sources
 
-HAND_DRAWN = ["tuxmath_penguin", "tuxmath_tux", "pingus", "frozen_bubble"]
+HAND_DRAWN = ["tuxmath_penguin", "tuxmath_tux", "pingus", "frozen_bubble", "ceferino"]
 SATURATED = ["green", "blue", "magenta"]
 
 
-def small(name: str) -> tuple[np.ndarray, np.ndarray]:
-    """The first 6 frames of a source (the tests stay fast)."""
+def small(name: str, frames: int = 6) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``frames`` frames of a source (6: the tests stay fast)."""
     rgb, alpha = sources.sources()[name].load()
-    return rgb[:6], alpha[:6]
+    return rgb[:frames], alpha[:frames]
 
 
 def test_registry_holds_real_sprites_with_true_alpha_and_a_free_licence():
     registry = sources.sources()
-    assert {"tuxmath_penguin", "tuxmath_tux", "frozen_bubble", "pingus"} <= set(registry)
+    assert {"tuxmath_penguin", "tuxmath_tux", "frozen_bubble", "pingus", "ceferino"} <= set(registry)
     assert sources.HELD_OUT[0] in registry
     for name, source in registry.items():
         rgb, alpha = source.load()
@@ -88,11 +88,13 @@ def assert_within_bounds(median: float, worst: float, *case: str) -> None:
     assert median <= MEDIAN_BOUND and worst <= WORST_BOUND, (*case, median, worst)
 
 
-def matte_scores(name: str, key: str, look: str, interpolation: str | None = None) -> tuple[float, float]:
-    """``(median, worst)`` frame gross error of the matte on a source's first 6 frames on ``key``, 3x bicubic
-    (pixel art: 4x nearest; or 3x ``interpolation`` when given) with ±3 px jitter; ``look``: ``plain``,
+def matte_scores(
+    name: str, key: str, look: str, interpolation: str | None = None, frames: int = 6
+) -> tuple[float, float]:
+    """``(median, worst)`` frame gross error of the matte on a source's first ``frames`` frames on ``key``, 3x
+    bicubic (pixel art: 4x nearest; or 3x ``interpolation`` when given) with ±3 px jitter; ``look``: ``plain``,
     ``generated``, or ``gif``, ``jpeg``, ``h264``: the plain composite published in that form."""
-    rgb, alpha = small(name)
+    rgb, alpha = small(name, frames)
     pixel = sources.sources()[name].pixel_art and interpolation is None
     frames, truth = sources.composite(
         rgb,
@@ -113,7 +115,7 @@ def matte_scores(name: str, key: str, look: str, interpolation: str | None = Non
 @pytest.mark.parametrize("name", HAND_DRAWN)
 def test_matte_meets_the_bounds_on_saturated_keys(name, look):
     """Hand-drawn sprites of other games on each saturated key, plain and with a generated look.  Measured:
-    at most 0.1 % median and 0.2 % worst frame on every source, the held-out one included."""
+    at most 0.1 % median and 0.2 % worst frame on every tuning source; the held-out one 0.3 / 0.6 %."""
     for key in SATURATED:
         median, worst = matte_scores(name, key, look)
         assert_within_bounds(median, worst, name, key)
@@ -153,6 +155,16 @@ NEAR_KEY = [
 def test_matte_meets_the_bounds_on_near_key_cases(name, key, look):
     median, worst = matte_scores(name, key, look)
     assert_within_bounds(median, worst, name, key, look)
+
+
+@pytest.mark.parametrize("look", ["plain", "gif"])
+def test_matte_keeps_key_coloured_parts_that_change_shape_over_the_clip(look):
+    """Frozen-Bubble's eye whites and belly highlight on white are exactly the key, enclosed and shaded, so the part
+    of them at the key changes shape as the penguin jumps (its areas vary 2x over the clip).  Matched over the clip
+    at IoU >= SAME_POCKET they are drawn parts (nodes/sprite/pockets.py); at IoU 0.6, 3.1 / 4.2 %.  The whole
+    8-frame clip: the rule's evidence is the clip."""
+    median, worst = matte_scores("frozen_bubble", "white", look, frames=8)
+    assert_within_bounds(median, worst, "frozen_bubble", "white", look)
 
 
 # The same under a bilinear upscale, whose softer steps pass through the key's grey over more pixels: Tux's white

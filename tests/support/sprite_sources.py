@@ -16,6 +16,9 @@ them into ``.cache/test-assets``; the tests fail in CI without them and skip loc
   rendered, shaded purple penguin's victory animation.
 - ``pingus``: Debian ``pingus-data`` 0.7.6-5.1 (GPL-2+, Ingo Ruhnke and others): the Pingu's 32x32
   walk, pixel art (composited with nearest-neighbour upscales).
+- ``ceferino``: Debian ``ceferino-data`` 0.97.8+svn37-2.2 (GPL-2+, Hugo Ruscitti, Walter Velazquez): the
+  gaucho's sheet, hand-drawn with hard edges (white shirt, black hair, dark trousers, a thin lasso), its
+  first row of eight 110x110 cells in order (standing, running, turning, throwing).
 
 Which are tuning material and which are held out to validate is the tests' choice (``HELD_OUT``).
 """
@@ -38,10 +41,11 @@ import pytest
 from . import sprite_real
 
 ROOT = Path(__file__).resolve().parents[2]
-DEBS = ("tuxmath-data", "frozen-bubble-data", "pingus-data")  # tested with 2.0.3-9, 2.212-11, 0.7.6-5.1
+# Tested with 2.0.3-9, 2.212-11, 0.7.6-5.1 and 0.97.8+svn37-2.2.
+DEBS = ("tuxmath-data", "frozen-bubble-data", "pingus-data", "ceferino-data")
 KEYS = sprite_real.KEYS
 # Source and compositing kept out of every tuning decision: they only validate.
-HELD_OUT = ("frozen_bubble", "h264")
+HELD_OUT = ("ceferino", "h264")
 INTERPOLATION = {"nearest": cv2.INTER_NEAREST, "bilinear": cv2.INTER_LINEAR, "bicubic": cv2.INTER_CUBIC}
 
 
@@ -139,6 +143,11 @@ def pingus() -> tuple[np.ndarray, np.ndarray]:
     return rgba_frames([files["walker.png"]], crop=[(32 * i, 0, 32, 32) for i in range(8)])
 
 
+def ceferino() -> tuple[np.ndarray, np.ndarray]:
+    files = deb_files("ceferino-data", "usr/share/games/ceferino/ima")
+    return rgba_frames([files["gaucho.png"]], crop=[(110 * i, 0, 110, 110) for i in range(8)])
+
+
 @lru_cache(maxsize=1)
 def sources() -> dict[str, Source]:
     """The registry: every source by name (loading happens on ``Source.load()``, cached)."""
@@ -153,6 +162,7 @@ def sources() -> dict[str, Source]:
         ("tuxmath_tux", tuxmath_tux, "GPL-3+ (Tux4Kids, after Larry Ewing)", "tuxmath-data (Debian)", False),
         ("frozen_bubble", frozen_bubble, "GPL-2 (Frozen-Bubble team)", "frozen-bubble-data (Debian)", False),
         ("pingus", pingus, "GPL-2+ (Pingus team)", "pingus-data (Debian)", True),
+        ("ceferino", ceferino, "GPL-2+ (Hugo Ruscitti and others)", "ceferino-data (Debian)", False),
     ]
     for name, load, licence, package, pixel in debian:
         out[name] = Source(name, lru_cache(1)(load), licence, package, pixel)
