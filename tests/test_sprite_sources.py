@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from support import sprite_sources as sources
 
-HAND_DRAWN = ["tuxmath_penguin", "tuxmath_tux", "pingus", "frozen_bubble", "ceferino"]
+HAND_DRAWN = ["tuxmath_penguin", "tuxmath_tux", "pingus", "frozen_bubble", "ceferino", "raincat"]
 SATURATED = ["green", "blue", "magenta"]
 
 
@@ -26,16 +26,16 @@ def small(name: str, frames: int = 6) -> tuple[np.ndarray, np.ndarray]:
 
 def test_registry_holds_real_sprites_with_true_alpha_and_a_free_licence():
     registry = sources.sources()
-    assert {"tuxmath_penguin", "tuxmath_tux", "frozen_bubble", "pingus", "ceferino"} <= set(registry)
-    assert sources.HELD_OUT[0] in registry
+    assert {"tuxmath_penguin", "tuxmath_tux", "frozen_bubble", "pingus", "ceferino", "raincat"} <= set(registry)
+    assert set(sources.HELD_OUT) <= set(registry)
     for name, source in registry.items():
         rgb, alpha = source.load()
         assert rgb.shape[:3] == alpha.shape and rgb.shape[-1] == 3 and len(alpha) >= 6, name
         assert alpha.min() == 0.0 and alpha.max() == 1.0, name  # transparent around, opaque inside
         if source.pixel_art:
             assert set(np.unique(alpha)) == {0.0, 1.0}, name
-        assert "GPL" in source.licence or "CC0" in source.licence, name
-    for name in ("tuxmath_penguin", "frozen_bubble", "kenney_robot"):  # drawn with anti-aliased edges
+        assert any(free in source.licence for free in ("GPL", "CC0", "CC-BY-SA")), name
+    for name in ("tuxmath_penguin", "frozen_bubble", "raincat", "kenney_robot"):  # drawn with anti-aliased edges
         alpha = registry[name].load()[1]
         assert ((alpha > 0) & (alpha < 1)).mean() > 0.001, name
 
@@ -115,7 +115,7 @@ def matte_scores(
 @pytest.mark.parametrize("name", HAND_DRAWN)
 def test_matte_meets_the_bounds_on_saturated_keys(name, look):
     """Hand-drawn sprites of other games on each saturated key, plain and with a generated look.  Measured:
-    at most 0.1 % median and 0.2 % worst frame on every tuning source; the held-out one 0.3 / 0.6 %."""
+    at most 0.31 % median and 0.58 % worst frame on every source, the held-out one included."""
     for key in SATURATED:
         median, worst = matte_scores(name, key, look)
         assert_within_bounds(median, worst, name, key)
@@ -165,6 +165,26 @@ def test_matte_keeps_key_coloured_parts_that_change_shape_over_the_clip(look):
     8-frame clip: the rule's evidence is the clip."""
     median, worst = matte_scores("frozen_bubble", "white", look, frames=8)
     assert_within_bounds(median, worst, "frozen_bubble", "white", look)
+
+
+# Raincat's soft black outline around its white body, 3x bicubic or bilinear: the mean of the nearby opaque pixels and
+# the inner colour mix the outline with the body or with its own falloff, and its outer pixels, 0.2-0.3 opaque, came
+# out 0.5-1.  Against the purest colour on their line, the farthest from the key in the rim's reach
+# (nodes/sprite/matte.py, PURE_MISS), they unmix to their alpha.  (key, interpolation, look); before, over the whole
+# 10-frame clip, 0.53-0.85 % / 0.75-1.03 % and 0.67-0.69 % / 0.81-0.85 %.
+SOFT_OUTLINE = [
+    ("light_grey", "bicubic", "plain"),
+    ("mid_grey", "bicubic", "plain"),
+    ("mid_grey", "bicubic", "gif"),
+    ("green", "bilinear", "plain"),
+    ("magenta", "bilinear", "plain"),
+]
+
+
+@pytest.mark.parametrize("key,interpolation,look", SOFT_OUTLINE)
+def test_matte_unmixes_a_soft_outline_against_its_purest_colour(key, interpolation, look):
+    median, worst = matte_scores("raincat", key, look, interpolation=interpolation)
+    assert_within_bounds(median, worst, "raincat", key, interpolation, look)
 
 
 # The same under a bilinear upscale, whose softer steps pass through the key's grey over more pixels: Tux's white
