@@ -10,8 +10,8 @@ Run: ``python bench/sprite.py [--baseline-ref main]``.
    timed too, new and baseline interleaved (median of 3 runs per clip), against the issue-22 target of
    <= 10 ms/frame.  Wall time on a shared machine depends on the others' load, so the CPU time of this
    process is printed too.
-2. Other games' sprites (``tests/support/sprite_sources.py``: tuxmath, Frozen-Bubble, Pingus from Debian's
-   packages, Kenney's robot; Frozen-Bubble is held out from tuning) on the seven keys, 3x bicubic (Pingus:
+2. Other games' sprites (``tests/support/sprite_sources.py``: tuxmath, Frozen-Bubble, Pingus, Ceferino and Raincat
+   from Debian's packages, Kenney's robot; Ceferino is held out from tuning) on the seven keys, 3x bicubic (Pingus:
    4x nearest) plain, with the generated look, published as GIF and H.264, and the plain composite through
    JPEG and H.264 (a clean key through a lossy codec): per source and key the median / worst frame's gross
    error (share of the character wrong farther than 1 px from the true contour; the issue-22 bounds are

@@ -142,8 +142,8 @@ NEAR_KEY = [
     ("tuxmath_penguin", "light_grey", "generated"),
     # Tux's white belly behind an outline of sparse dark dots on greys under noise: the 3x3 average takes the dots
     # for key, and across the key from the belly's white they unmixed to nothing; unmixed against their strongest
-    # neighbour they stay (nodes/sprite/matte.py, OFF_KEY; before 0.61 / 0.67 % and 0.59 / 0.69 %).  The held-out
-    # Frozen-Bubble's grey face on mid grey, an enclosed region whose inside is offset in lightness (before the
+    # neighbour they stay (nodes/sprite/matte.py, OFF_KEY; before 0.61 / 0.67 % and 0.59 / 0.69 %).  Frozen-Bubble's
+    # grey face on mid grey, an enclosed region whose inside is offset in lightness (before the
     # key's noise units 3.55 / 3.68 %).
     ("tuxmath_tux", "light_grey", "generated"),
     ("tuxmath_tux", "mid_grey", "generated"),
@@ -189,8 +189,8 @@ def test_matte_unmixes_a_soft_outline_against_its_purest_colour(key, interpolati
 
 # The same under a bilinear upscale, whose softer steps pass through the key's grey over more pixels: Tux's white
 # belly behind its broken outline of dark dots on light grey (a line of such steps joined the background through
-# the outline's breaks: 0.65 / 0.81 % before nodes/sprite/edges.py's close_steps), the penguin's, and the held-out
-# Frozen-Bubble's pale face.
+# the outline's breaks: 0.65 / 0.81 % before nodes/sprite/edges.py's close_steps), the penguin's, and Frozen-Bubble's
+# pale face.
 NEAR_KEY_BILINEAR = [
     ("tuxmath_tux", "light_grey"),
     ("tuxmath_penguin", "light_grey"),
