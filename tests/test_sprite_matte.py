@@ -274,3 +274,14 @@ def test_fill_holes_gives_the_character_only_the_cuts_small_new_islands():
     assert not filled[22:25, 22:26].any()
     assert filled[10:14, 10:14].all() and filled[26:30, 30:40].all()
     assert np.count_nonzero(filled != cut) == 12  # nothing else changes
+
+
+def test_farthest_colour_is_the_colour_farthest_from_the_key_within_reach():
+    dist = np.zeros((9, 9), np.float32)
+    image = np.zeros((9, 9, 3), np.float32)
+    dist[4, 4], image[4, 4] = 50.0, (0.1, 0.2, 0.3)
+    dist[0, 8], image[0, 8] = 80.0, (0.9, 0.8, 0.7)  # farther from the key, but 4 px away from (2, 4) in x
+    ys, xs = np.array([4, 2, 6, 2]), np.array([6, 4, 4, 6])
+    found = matte.farthest_colour(image, dist, 2, ys, xs)
+    np.testing.assert_array_equal(found[:3], np.broadcast_to(image[4, 4], (3, 3)))
+    np.testing.assert_array_equal(found[3], image[0, 8])  # (2, 6) reaches both; the farther wins
