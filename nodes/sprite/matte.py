@@ -80,10 +80,11 @@ NEAREST_RIM = 2
 # pixel well.
 CALM = 15.0
 TOLD = 0.2
-# On a noise-free key with a wide soft edge, a rim pixel is unmixed against the colour farthest from the key within
-# the rim's reach where that explains it within PURE_MISS (RGB 0..1) as well as the F it had, and only on keys whose
-# lightness (L*) is within MIX_LIGHTNESS: on black and white a part's darker or lighter shade is its mix with the key
-# (on black without that bound: Mr. Fixit shaded dark 2.2 -> 5.0 % gross error, Frozen-Bubble 0.5 -> 0.7 %).
+# Behind a wide soft edge a rim pixel is unmixed against the colour farthest from the key within the rim's reach where
+# that explains it within PURE_MISS (RGB 0..1) as well as the F it had: on a noise-free key whose lightness (L*) is
+# within MIX_LIGHTNESS (on black and white a part's darker or lighter shade is its mix with the key; on black without
+# that bound Mr. Fixit shaded dark went 2.2 -> 5.0 % gross error, Frozen-Bubble 0.5 -> 0.7 %), and on a coloured key
+# (chroma at least GREY_CHROMA) under noise or a codec.
 PURE_MISS = 0.02
 MIX_LIGHTNESS = (8.0, 92.0)
 # A rim pixel at least this far from the key (RGB 0..1) is clearly off it: farther than an upscale's ringing or a
@@ -716,8 +717,8 @@ def unmix(
     ``lab`` are given), against the background model at that pixel, with ``F`` the mean of the nearby
     opaque pixels (on a noise-free key, ``exact``, with a soft edge of at most ``NEAREST_RIM`` px: the
     nearest one's colour, and where that colour cannot tell a pixel's alpha its place does, see
-    :func:`render_rim`; behind a wider edge on such a key, also the colour farthest from the key in reach where it
-    explains a pixel as well, see ``PURE_MISS``).  A pixel that is not on the line from the key to ``F`` is tried
+    :func:`render_rim`; behind a wider edge, and under noise on a coloured key, also the colour farthest from the key
+    in reach where it explains a pixel as well, see ``PURE_MISS``).  A pixel that is not on the line from the key to ``F`` is tried
     against the inner colour of its own part (a dark leg next to a red body); if that does not explain it either
     and it lies deeper than the rim, it is a colour of its own (skin or a white sleeve on white) and stays opaque.  So
     do the pixels of ``kept`` (what a colour-model cut gained, and the calm part of the character it decided)
@@ -783,19 +784,20 @@ def unmix(
             np.flatnonzero((miss > 0.5 * to_key) & (depth[ys, xs] <= rim) & (proj < 0.05) & (to_key >= OFF_KEY)),
             lambda at: strongest_neighbour(crop, ys[at], xs[at], key[at]),
         )
-        if exact and not fine_edge:
+        if not fine_edge:
             # Behind an upscale's wide edge the mean of the nearby opaque pixels mixes a thin outline with the body
             # inside it, and the inner colour takes in the edge's own mixes: Raincat's soft black outline around a
             # white body unmixed to 0.5-1 where it was 0.2-0.3 opaque.  A mix's part is the purest colour on its
             # line: the colour farthest from the key within the rim's reach unmixes the pixels it explains as well,
-            # to a lower alpha.  Not on a black or white key (see MIX_LIGHTNESS).
-            lightness = model[ys + y0, xs + x0, 0]
-            at = np.flatnonzero(
-                (depth[ys, xs] <= rim)
-                & (proj >= 0.05)
-                & (lightness > MIX_LIGHTNESS[0])
-                & (lightness < MIX_LIGHTNESS[1])
-            )
+            # to a lower alpha.  On a noise-free key but a black or white one (see MIX_LIGHTNESS); under noise or a
+            # codec on a coloured key only: on a neutral one a grey part's shading lies on the key's line too, and
+            # there the noise decided (shaded renders and Frozen-Bubble on greys lost 0.1-0.7 points).
+            at_key = model[ys + y0, xs + x0]
+            if exact:
+                mixes = (at_key[:, 0] > MIX_LIGHTNESS[0]) & (at_key[:, 0] < MIX_LIGHTNESS[1])
+            else:
+                mixes = np.hypot(at_key[:, 1], at_key[:, 2]) >= GREY_CHROMA
+            at = np.flatnonzero((depth[ys, xs] <= rim) & (proj >= 0.05) & mixes)
             norm2_at, proj_at, miss_at = mix_line(c[at], key[at], farthest_colour(crop, dist_c, rim, ys[at], xs[at]))
             pick = (miss_at <= miss[at] + PURE_MISS) & (proj_at < proj[at]) & (norm2_at >= 0.05**2)
             purer = at[pick]
