@@ -718,9 +718,10 @@ def unmix(
     opaque pixels (on a noise-free key, ``exact``, with a soft edge of at most ``NEAREST_RIM`` px: the
     nearest one's colour, and where that colour cannot tell a pixel's alpha its place does, see
     :func:`render_rim`; behind a wider edge, and under noise on a coloured key, also the colour farthest from the key
-    in reach where it explains a pixel as well, see ``PURE_MISS``).  A pixel that is not on the line from the key to ``F`` is tried
-    against the inner colour of its own part (a dark leg next to a red body); if that does not explain it either
-    and it lies deeper than the rim, it is a colour of its own (skin or a white sleeve on white) and stays opaque.  So
+    in reach where it explains a pixel as well, see ``PURE_MISS``).  A pixel that is not on the line from the key
+    to ``F`` is tried against the inner colour of its own part (a dark leg next to a red body); if that does not
+    explain it either and it lies deeper than the rim, it is a colour of its own (skin or a white sleeve on white)
+    and stays opaque.  So
     do the pixels of ``kept`` (what a colour-model cut gained, and the calm part of the character it decided)
     deeper than 1.5 px where their colour is within the weak band: the key's colour cannot tell them, the
     colour models did.  Work stays inside the sprite's box
