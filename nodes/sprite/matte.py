@@ -767,11 +767,15 @@ def unmix(
         norm2, proj, miss = mix_line(c, key, fore)
         to_key = distance(c, key)
 
-        def explain_better(at: np.ndarray, fore_of: Callable[[np.ndarray], np.ndarray]) -> None:
-            """Unmix the pixels ``at`` against the colours ``fore_of(at)`` instead, where those explain them better."""
+        def explain_better(at: np.ndarray, fore_of: Callable[[np.ndarray], np.ndarray], purer: bool = False) -> None:
+            """Unmix the pixels ``at`` against the colours ``fore_of(at)`` instead, where those explain them better
+            (``purer``: as well, within ``PURE_MISS``, and to a lower alpha)."""
             if len(at):
                 norm2_at, proj_at, miss_at = mix_line(c[at], key[at], fore_of(at))
-                pick = miss_at < miss[at]
+                if purer:
+                    pick = (miss_at <= miss[at] + PURE_MISS) & (proj_at < proj[at]) & (norm2_at >= 0.05**2)
+                else:
+                    pick = miss_at < miss[at]
                 better = at[pick]
                 norm2[better], proj[better], miss[better] = norm2_at[pick], proj_at[pick], miss_at[pick]
 
@@ -798,11 +802,11 @@ def unmix(
                 mixes = (at_key[:, 0] > MIX_LIGHTNESS[0]) & (at_key[:, 0] < MIX_LIGHTNESS[1])
             else:
                 mixes = np.hypot(at_key[:, 1], at_key[:, 2]) >= GREY_CHROMA
-            at = np.flatnonzero((depth[ys, xs] <= rim) & (proj >= 0.05) & mixes)
-            norm2_at, proj_at, miss_at = mix_line(c[at], key[at], farthest_colour(crop, dist_c, rim, ys[at], xs[at]))
-            pick = (miss_at <= miss[at] + PURE_MISS) & (proj_at < proj[at]) & (norm2_at >= 0.05**2)
-            purer = at[pick]
-            norm2[purer], proj[purer], miss[purer] = norm2_at[pick], proj_at[pick], miss_at[pick]
+            explain_better(
+                np.flatnonzero((depth[ys, xs] <= rim) & (proj >= 0.05) & mixes),
+                lambda at: farthest_colour(crop, dist_c, rim, ys[at], xs[at]),
+                purer=True,
+            )
         off_line = miss > 0.5 * to_key
         own_colour = off_line & (depth[ys, xs] > rim)
         # Foreground too close to the key to unmix, or a colour of its own: known foreground.
