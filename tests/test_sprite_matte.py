@@ -276,6 +276,19 @@ def test_fill_holes_gives_the_character_only_the_cuts_small_new_islands():
     assert np.count_nonzero(filled != cut) == 12  # nothing else changes
 
 
+def test_steady_edges_leave_fixed_pixels_out_of_the_average():
+    """A pixel of the key's colour in three frames: opaque in the first, where a part drawn in the key's colour lies
+    (fixed), soft in the others.  Unfixed, all three share one mean; fixed, the first keeps its alpha and lends none."""
+    lab = np.zeros((3, 1, 1, 3), np.float32)
+    start = np.array([1.0, 0.2, 0.4], np.float32).reshape(3, 1, 1)
+    shared = start.copy()
+    matte.steady_edges(shared, lab, tol=1.0)
+    np.testing.assert_allclose(shared.ravel(), [0.5333333] * 3, rtol=1e-6)
+    alpha = start.copy()
+    matte.steady_edges(alpha, lab, tol=1.0, fixed=np.array([True, False, False]).reshape(3, 1, 1))
+    np.testing.assert_allclose(alpha.ravel(), [1.0, 0.3, 0.3], rtol=1e-6)
+
+
 def test_farthest_colour_is_the_colour_farthest_from_the_key_within_reach():
     dist = np.zeros((9, 9), np.float32)
     image = np.zeros((9, 9, 3), np.float32)
