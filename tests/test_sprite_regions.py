@@ -71,6 +71,20 @@ def test_edge_cut_finds_a_part_behind_an_edge_anywhere_in_the_frame():
     assert not cut[30:, :].any()
 
 
+def test_edge_cut_leaves_a_region_as_near_the_key_as_its_noise_to_the_key():
+    """Under noise a calm region fenced by edges whose mean key distance is within KEY_GAP x the key's own is key seen
+    through a gap; one offset from the key further is a part.  Without the key's noise both are parts."""
+    bg = np.ones((40, 40), bool)
+    grad = np.zeros((40, 40), np.float32)
+    grad[8:32, 8:32] = 5.0
+    grad[10:30, 10:30] = 0.0  # a 20x20 calm inside a two-pixel edge ring
+    for inside, part in ((1.4, False), (1.6, True)):
+        dist = np.full((40, 40), 1.0, np.float32)
+        dist[10:30, 10:30] = inside
+        assert edges.edge_cut(bg, grad, 2.0, 24, dist, key_noise=1.0)[20, 20] == part, inside
+        assert edges.edge_cut(bg, grad, 2.0, 24)[20, 20]
+
+
 def test_close_steps_gives_the_character_its_narrow_edge_channels_only():
     """A one-pixel line of background on an edge between two parts (a dark outline's step to a light part, through
     the key's grey) goes to the character; the same channel off the edges, a three-pixel gap and the background

@@ -310,8 +310,12 @@ def remove_background(
             tol = COMPRESSED_TOL
             background = replace(background, tolerance=tol)
         level = edge_level(grads, band)
+        key_noise = None if exact else float(np.median(resid))  # the key's own distance from its model
         found = list(
-            pool.map(lambda i: find_pockets(lab[i], grads[i], surface, coefs[i], tol, min_hole, level, weak), range(t))
+            pool.map(
+                lambda i: find_pockets(lab[i], grads[i], surface, coefs[i], tol, min_hole, level, weak, key_noise),
+                range(t),
+            )
         )
         sprite = list(pool.map(lambda f: ~f[2], found))  # not connected to the border background
         drawn = drawn_pockets(lab, sprite, [f[3] for f in found], map_=pool.map)
@@ -487,14 +491,16 @@ def find_pockets(
     min_hole: int,
     level: float,
     weak: Weak | None = None,
+    key_noise: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(model, dist, border background, pocket labels, seen)`` of one frame: the first half of the matte,
     before the clip decides which pockets are drawn parts.  ``seen``: near-key parts that an edge (a gradient
-    ``grad`` of at least ``level`` ΔE/px) separates from the background (:func:`.edges.edge_cut`)."""
+    ``grad`` of at least ``level`` ΔE/px) separates from the background (:func:`.edges.edge_cut`; under noise,
+    ``key_noise``: the key's own median distance from its model, no nearer the key than ``KEY_GAP`` times that)."""
     model = surface.render(coef)
     dist = distance(lab, model)
     bg = background_region(dist, tol)
-    seen = edge_cut(bg, grad, level, min_hole)
+    seen = edge_cut(bg, grad, level, min_hole, dist, key_noise)
     bg &= ~seen
     return model, dist, bg, pocket_labels(dist, tol, bg, min_hole, lab, model, grad < level, weak), seen
 
