@@ -39,7 +39,7 @@ import numpy as np
 
 from .colour import channel_max, distance
 from .edges import lab_gradient
-from .regions import around, border_connected
+from .regions import around, border_connected, region_means
 
 # The further average over the 3x3-averaged Lab (px): dithering's error diffusion averages out within it.
 HEAVY = 5
@@ -150,15 +150,6 @@ def clear_parts(gained: np.ndarray, z: np.ndarray) -> np.ndarray:
     keep = mean >= CLEAR
     keep[0] = False
     return keep[labels]
-
-
-def region_means(mask: np.ndarray, values: np.ndarray, connectivity: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(labels [H,W], mean of values per label)`` of the connected regions of ``mask`` (uint8 or bool ``[H,W]``;
-    label 0 is outside it)."""
-    n, labels = cv2.connectedComponents(mask.view(np.uint8), connectivity=connectivity)
-    flat = labels.ravel()
-    mean = np.bincount(flat, weights=values.ravel(), minlength=n) / np.maximum(np.bincount(flat, minlength=n), 1)
-    return labels, mean
 
 
 def decide_frames(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from .regions import around, border_connected
+from .regions import around, border_connected, label_means
 
 # An edge is a gradient this many times the border's 99.5th percentile (the key's noise and vignette).
 EDGE = 2.0
@@ -79,9 +79,7 @@ def edge_cut(
     n, labels, stats, _ = cv2.connectedComponentsWithStats((cut_b & calm_b).view(np.uint8), connectivity=4)
     big = stats[:, cv2.CC_STAT_AREA] >= min_area
     if key_noise is not None:
-        flat = labels.ravel()
-        mean = np.bincount(flat, weights=dist[box].ravel(), minlength=n) / np.maximum(np.bincount(flat, minlength=n), 1)
-        big &= mean > KEY_GAP * key_noise
+        big &= label_means(labels, n, dist[box]) > KEY_GAP * key_noise
     big[0] = False
     parts = big[labels]
     out = np.zeros_like(cut)

@@ -46,3 +46,16 @@ def border_connected(mask: np.ndarray) -> np.ndarray:
     keep[0] = False  # label 0 is outside the mask
     out[box] = keep[labels]
     return out
+
+
+def label_means(labels: np.ndarray, n: int, values: np.ndarray) -> np.ndarray:
+    """The mean of ``values`` over each label ``0..n-1`` of the label image ``labels`` (0 for an empty label)."""
+    flat = labels.ravel()
+    return np.bincount(flat, weights=values.ravel(), minlength=n) / np.maximum(np.bincount(flat, minlength=n), 1)
+
+
+def region_means(mask: np.ndarray, values: np.ndarray, connectivity: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(labels [H,W], mean of values per label)`` of the connected regions of ``mask`` (uint8 or bool ``[H,W]``;
+    label 0 is outside it)."""
+    n, labels = cv2.connectedComponents(mask.view(np.uint8), connectivity=connectivity)
+    return labels, label_means(labels, n, values)
