@@ -370,7 +370,7 @@ def remove_background(
                 weak=weak,
                 lab=lab[i],
                 exact=exact,
-                kept=None if gained[i] is None else gained[i] | (~bgs[i] & (grads[i] < level)),
+                kept=None if gained[i] is None else ~bgs[i] & (grads[i] < level),
                 gained=gained[i],
             )
 
@@ -540,8 +540,9 @@ def matte_frame(
     """``(rgb, alpha)`` of one frame given its distance map, background ``model`` and background region ``bg``
     (``seen``: near-key parts behind an edge, opaque inside the rim though their colour is the key's; ``rim``:
     how deep the soft edge unmixed is; ``weak``, with the frame's ``lab``: the weak band in noise units; ``exact``:
-    the key is noise-free; ``kept``: character a colour-model cut decided, opaque deeper than 1.5 px where its
-    colour is near the key's; ``gained``: what that cut gained, opaque there out to its outermost ring),
+    the key is noise-free; ``kept``: the calm part of the character a colour-model cut decided, opaque deeper than
+    1.5 px where its colour is near the key's; ``gained``: what that cut gained, opaque there out to its outermost
+    ring),
     written into ``out`` when given (a frame of the clip's arrays)."""
     fg = remove_specks(~bg, speck, dist >= WEAK * tol)
     rgb, alpha = unmix(
@@ -759,9 +760,9 @@ def unmix(
     to ``F`` is tried against the inner colour of its own part (a dark leg next to a red body); if that does not
     explain it either and it lies deeper than the rim, it is a colour of its own (skin or a white sleeve on white)
     and stays opaque.  So
-    do the pixels of ``kept`` (what a colour-model cut gained, and the calm part of the character it decided)
-    deeper than 1.5 px where their colour is within the weak band: the key's colour cannot tell them, the
-    colour models did.  What the cut ``gained`` is so out to its outermost ring: where the cut stopped inside a body
+    do the pixels of ``kept`` (the calm part of the character a colour-model cut decided) deeper than 1.5 px where
+    their colour is within the weak band: the key's colour cannot tell them, the colour models did.  What the cut
+    ``gained`` is so out to its outermost ring: where the cut stopped inside a body
     shaded through a grey key that ring, unmixed against a colour like the key's, went transparent (BCN_Epileptic's
     generated look on grey, GIF, 3.2 -> 2.0 % gross error in the median frame).  The calm part's outer ring stays
     unmixed: opaque there, a still sprite's edge flickered under noise (0.0049 against the 0.004 bound).  Work stays
