@@ -54,7 +54,9 @@ def drawn_pockets(
     pairs between which the silhouette deformed count (a still or sliding sprite keeps its gaps
     too).  Pockets that reappear in QUORUM of those frames, and in none of the compared frames land
     on the outside background, are drawn parts; a gap that opens to the outside, or changes shape or
-    closes in more frames, stays background.  Frames are looked at through ``map_`` (a thread pool's map).
+    closes in more frames, stays background.  A pocket's matching stops once too few frames are left for it
+    to reach the quorum: nine in ten matches found no pocket, and the decisions are the same.  Frames are
+    looked at through ``map_`` (a thread pool's map).
     """
     t = len(lab)
     if t < MIN_FRAMES:
@@ -83,14 +85,21 @@ def drawn_pockets(
             template = lab[i, y0:y1, x0:x1]
             own = pockets[i][y0:y1, x0:x1] == k
             seen = {}  # frame -> (shift of the neighbourhood, the pocket is there)
+            hits, chances = 0, int(similar[k - 1].sum())  # the frames that can still show the pocket
             for j in others:
                 shift = (int(round(centres[j][0] - centres[i][0])), int(round(centres[j][1] - centres[i][1])))
-                at = best_match(lab[j], template, y0 + shift[0], x0 + shift[1], search) if similar[k - 1, j] else None
+                at = None
+                if similar[k - 1, j]:
+                    at = best_match(lab[j], template, y0 + shift[0], x0 + shift[1], search)
+                    chances -= 1
                 if at is None:
                     seen[j] = (shift, False)
                 else:
                     seen[j] = ((at[0] - y0, at[1] - x0), overlap(own, pockets[j], areas[j], at) >= SAME_POCKET)
-            if sum(hit for _, hit in seen.values()) < need:
+                    hits += seen[j][1]
+                if hits + chances < need:
+                    break  # too few frames left to show it: a gap (most pockets), not worth matching on
+            if hits < need:
                 continue
             votes = evidence = 0
             for j, (shift, hit) in seen.items():
