@@ -198,7 +198,8 @@ MIXTURE = 5
 GAP = 6
 FLAT = 6.0
 FLAT_FLOOR = 0.375
-# A region the cut gained whose mean key distance is at most KEY_LIKE x the border band's median is the key itself:
+# A region the cut gained whose mean key distance is at most KEY_LIKE x the key's own (the median distance of the
+# border band's pixels from the key model, as the edge cut's KEY_GAP reads it) is the key itself:
 # GrabCut's smoothness closed a notch of it beside the character (under Pingus's beak, beside his flippers).  Measured
 # on the gains of 13 generated-look clips (hand-drawn sprites and renders on greys, white and black): notches
 # 0.7-1.8x, the parts it rightly gained 2.3x and more (a grey body shaded through a grey key: Testwuson, BCN_Epileptic,
@@ -235,6 +236,7 @@ def colour_cut_frames(
     tol: float,
     strong: float,
     band: np.ndarray,
+    key_noise: float,
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """``(backgrounds, gained)`` per frame after a graph cut over colour models learnt from the key model's sure
     pixels (OpenCV's GrabCut): for a neutral key under a video model's noise or a GIF's dithering.  ``gained``:
@@ -252,8 +254,9 @@ def colour_cut_frames(
     initialisation of GrabCut's mixtures), and each frame is cut with them frozen:
     the clip's character and key are the same in every frame.  The cut only gives pixels to the character (as
     :func:`decide` does), and not flat near-key gaps between two edges (``GAP``; ``grads`` and ``level`` tell
-    the edges, ``tol`` the key's tolerance, ``band`` the border band where the key's slope and its noise are
-    measured), nor regions as near the key as its own noise (``KEY_LIKE``).
+    the edges, ``tol`` the key's tolerance, ``band`` the border band where the key's slope is measured), nor
+    regions as near the key as its own noise (``KEY_LIKE`` times ``key_noise``, the key's median distance from
+    its model).
     """
 
     def sure_background(bg: np.ndarray) -> np.ndarray:
@@ -308,8 +311,6 @@ def colour_cut_frames(
             gained &= ~key[labels]
         return bgs[i] & ~gained, gained
 
-    at = np.flatnonzero(band)  # the band's pixels by flat index
-    key_noise = float(np.median(np.concatenate([d.reshape(-1)[at] for d in dists])))
     results = list(pool.map(cut, range(len(frames))))
     return [r[0] for r in results], [r[1] for r in results]
 

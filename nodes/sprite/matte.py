@@ -331,7 +331,7 @@ def remove_background(
         neutral = grey_key(found[t // 2][0])
         if not exact and weak is not None and neutral:
             cut, gains = colour_cut_frames(
-                pool, frames, lab, grads, level, [f[1] for f in found], bgs, tol, WEAK * tol, band
+                pool, frames, lab, grads, level, [f[1] for f in found], bgs, tol, WEAK * tol, band, key_noise
             )
             solid = np.ones((PART, PART), np.uint8)  # a part at least PART px thick somewhere, not a fringe
             parts = sum(np.count_nonzero(cv2.erode(g.view(np.uint8), solid)) for g in gains)
