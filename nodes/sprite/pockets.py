@@ -55,7 +55,7 @@ def drawn_pockets(
     too).  Pockets that reappear in QUORUM of those frames, and in none of the compared frames land
     on the outside background, are drawn parts; a gap that opens to the outside, or changes shape or
     closes in more frames, stays background.  A pocket's matching stops once too few frames are left for it
-    to reach the quorum: nine in ten matches found no pocket, and the decisions are the same.  Frames are
+    to reach the quorum (nine in ten matches find no pocket), which cannot change a decision.  Frames are
     looked at through ``map_`` (a thread pool's map).
     """
     t = len(lab)
