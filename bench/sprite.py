@@ -9,7 +9,8 @@ Run: ``python bench/sprite.py [--baseline-ref main]``.
    horizontal span after stabilising.  Target: <= 20 ms/frame on 2 CPU cores.  The matte alone is
    timed too, new and baseline interleaved (median of 3 runs per clip), against the issue-22 target of
    <= 10 ms/frame.  Wall time on a shared machine depends on the others' load, so the CPU time of this
-   process is printed too.
+   process is printed too, and the matte's CPU time on one thread (its frame pool and OpenCV at one thread each):
+   the work, which other processes' load does not change.
 2. Other games' sprites (``tests/support/sprite_sources.py``: tuxmath, Frozen-Bubble, Pingus, Ceferino and Raincat
    from Debian's packages, Kenney's robot; Ceferino is held out from tuning) on the seven keys, 3x bicubic (Pingus:
    4x nearest) plain, with the generated look, published as GIF and H.264, and the plain composite through
@@ -29,6 +30,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -41,6 +43,25 @@ def baseline_sprite(ref: str, folder: Path) -> ModuleType:
     if pack_at(ref, folder) is None:
         raise SystemExit(f"git ref {ref} not available (shallow clone?): no baseline to compare with")
     return importlib.import_module("gameanim_base.nodes.sprite")
+
+
+def on_one_thread(matte: ModuleType) -> Callable[[np.ndarray], object]:
+    """``matte.remove_background`` with its frame pool and OpenCV at one thread each: the matte's work, whose CPU time
+    the load of other processes does not change and which two threads in one process barely share out (see
+    docs/sprite.md, "Speed of the matte")."""
+    import cv2
+
+    def run(frames: np.ndarray) -> object:
+        saved, saved_cv2 = matte.WORKERS, cv2.getNumThreads()
+        matte.WORKERS = 1
+        cv2.setNumThreads(1)
+        try:
+            return matte.remove_background(frames)
+        finally:
+            matte.WORKERS = saved
+            cv2.setNumThreads(saved_cv2)
+
+    return run
 
 
 def real_art(ref: str) -> None:
@@ -61,6 +82,8 @@ def real_art(ref: str) -> None:
         )
         ms_new, ms_old, cpu_new, cpu_old = [], [], [], []
         alone: dict[str, list[tuple[float, float]]] = {"new": [], "old": []}  # (wall, CPU) ms/frame of the matte
+        single: dict[str, list[float]] = {"new": [], "old": []}  # CPU ms/frame of the matte on one thread
+        single_new, single_old = on_one_thread(matte), on_one_thread(base_matte)
         for character in real.CHARACTERS:
             for generated in (False, True):
                 row = []
@@ -86,6 +109,15 @@ def real_art(ref: str) -> None:
                     )
                     for side, (wall, cpu) in matte_alone.items():
                         alone[side].append((wall / len(frames) * 1000, cpu / len(frames) * 1000))
+                    one_thread = interleaved_medians(
+                        {
+                            "new": lambda frames=frames: single_new(frames),
+                            "old": lambda frames=frames: single_old(frames),
+                        },
+                        3,
+                    )
+                    for side, (_, cpu) in one_thread.items():
+                        single[side].append(cpu / len(frames) * 1000)
                     ms_new.append(best_of(new, 2) / 8 * 1000)
                     ms_old.append(best_of(old, 2) / 8 * 1000)
                     start = time.process_time()
@@ -109,6 +141,11 @@ def real_art(ref: str) -> None:
             f"  matte alone (median of 3 interleaved runs per clip, {matte.WORKERS} threads): new {wall_new:.1f} ms/frame "
             f"wall, {cpu_new_alone:.1f} CPU; old {wall_old:.1f} wall, {cpu_old_alone:.1f} CPU -> ratio "
             f"{wall_new / wall_old:.2f}x wall, {cpu_new_alone / cpu_old_alone:.2f}x CPU (target <= 10 ms/frame wall)"
+        )
+        one_new, one_old = np.median(single["new"]), np.median(single["old"])
+        print(
+            f"  matte alone on one thread (its pool and OpenCV at one thread; CPU time, median of 3 interleaved runs per "
+            f"clip): new {one_new:.1f} ms/frame, old {one_old:.1f} -> ratio {one_new / one_old:.2f}x"
         )
         print(
             f"  matte+stabilise: new {np.median(ms_new):.1f} ms/frame (max {max(ms_new):.1f}), "
