@@ -92,10 +92,13 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int) -> d
     }
 
 
-def one_thread(fn: Callable[[], object]) -> Callable[[], object]:
-    """``fn`` on one thread: the pack's frame threads (``core.threads.WORKERS``) and OpenCV's own set to one."""
+def one_thread(fn: Callable[[], object], threads: ModuleType | None = None) -> Callable[[], object]:
+    """``fn`` on one thread: the pack's frame threads (``WORKERS`` of ``threads``, by default today's
+    ``core.threads``; a baseline pack's own module for its side) and OpenCV's own set to one."""
     import cv2
-    from gameanim.core import threads
+
+    if threads is None:
+        from gameanim.core import threads
 
     def run() -> object:
         saved, threads.WORKERS = threads.WORKERS, 1

@@ -30,12 +30,11 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
-from _common import best_of, import_pack, interleaved_medians, pack_at
+from _common import best_of, import_pack, interleaved_medians, one_thread, pack_at
 
 
 def baseline_sprite(ref: str, folder: Path) -> ModuleType:
@@ -45,23 +44,10 @@ def baseline_sprite(ref: str, folder: Path) -> ModuleType:
     return importlib.import_module("gameanim_base.nodes.sprite")
 
 
-def on_one_thread(matte: ModuleType) -> Callable[[np.ndarray], object]:
-    """``matte.remove_background`` with its frame pool and OpenCV at one thread each: the matte's work, whose CPU time
-    the load of other processes does not change and which two threads in one process barely share out (see
-    docs/sprite.md, "Speed of the matte")."""
-    import cv2
-
-    def run(frames: np.ndarray) -> object:
-        saved, saved_cv2 = matte.WORKERS, cv2.getNumThreads()
-        matte.WORKERS = 1
-        cv2.setNumThreads(1)
-        try:
-            return matte.remove_background(frames)
-        finally:
-            matte.WORKERS = saved
-            cv2.setNumThreads(saved_cv2)
-
-    return run
+def pool_size(matte: ModuleType) -> ModuleType:
+    """The module whose ``WORKERS`` sizes ``matte``'s frame pool: the pack's ``core.threads``, or the matte module itself
+    in a baseline from before it read that (so a baseline ref of either age runs on one thread)."""
+    return matte if hasattr(matte, "WORKERS") else matte.threads
 
 
 def real_art(ref: str) -> None:
@@ -83,7 +69,6 @@ def real_art(ref: str) -> None:
         ms_new, ms_old, cpu_new, cpu_old = [], [], [], []
         alone: dict[str, list[tuple[float, float]]] = {"new": [], "old": []}  # (wall, CPU) ms/frame of the matte
         single: dict[str, list[float]] = {"new": [], "old": []}  # CPU ms/frame of the matte on one thread
-        single_new, single_old = on_one_thread(matte), on_one_thread(base_matte)
         for character in real.CHARACTERS:
             for generated in (False, True):
                 row = []
@@ -109,14 +94,16 @@ def real_art(ref: str) -> None:
                     )
                     for side, (wall, cpu) in matte_alone.items():
                         alone[side].append((wall / len(frames) * 1000, cpu / len(frames) * 1000))
-                    one_thread = interleaved_medians(
+                    on_one = interleaved_medians(
                         {
-                            "new": lambda frames=frames: single_new(frames),
-                            "old": lambda frames=frames: single_old(frames),
+                            "new": one_thread(lambda frames=frames: matte.remove_background(frames), pool_size(matte)),
+                            "old": one_thread(
+                                lambda frames=frames: base_matte.remove_background(frames), pool_size(base_matte)
+                            ),
                         },
                         3,
                     )
-                    for side, (_, cpu) in one_thread.items():
+                    for side, (_, cpu) in on_one.items():
                         single[side].append(cpu / len(frames) * 1000)
                     ms_new.append(best_of(new, 2) / 8 * 1000)
                     ms_old.append(best_of(old, 2) / 8 * 1000)
@@ -138,7 +125,7 @@ def real_art(ref: str) -> None:
         print(f"  edge alpha flicker (std over time, still sprite + noise): new {flicker[0]:.4f}, old {flicker[1]:.4f}")
         (wall_new, cpu_new_alone), (wall_old, cpu_old_alone) = (np.median(alone[k], axis=0) for k in ("new", "old"))
         print(
-            f"  matte alone (median of 3 interleaved runs per clip, {matte.WORKERS} threads): new {wall_new:.1f} ms/frame "
+            f"  matte alone (median of 3 interleaved runs per clip, {pool_size(matte).WORKERS} threads): new {wall_new:.1f} ms/frame "
             f"wall, {cpu_new_alone:.1f} CPU; old {wall_old:.1f} wall, {cpu_old_alone:.1f} CPU -> ratio "
             f"{wall_new / wall_old:.2f}x wall, {cpu_new_alone / cpu_old_alone:.2f}x CPU (target <= 10 ms/frame wall)"
         )

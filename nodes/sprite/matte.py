@@ -39,7 +39,6 @@ copy from the GPU costs less than that.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -48,6 +47,7 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
+from ...core import threads
 from ...core.errors import InputError
 from ...core.frames import check_alpha
 from ...core.progress import ProgressFn, no_progress
@@ -60,8 +60,6 @@ from .regions import border_connected, sprite_box
 # Largest colour change (ΔE across the frame) of a background we still call "solid": a gentle
 # gradient or vignette, not a scene or a sky.
 MAX_GRADIENT = 30.0
-# Frames matted at once (threads: OpenCV and numpy release the GIL).
-WORKERS = min(4, os.cpu_count() or 1)
 # Pixels within WEAK x the tolerance may be background tinted by compression (chroma bleed).
 WEAK = 4.0
 # Weak pixels deeper than this (px) inside the sprite are part of it: compression tints only a narrow band.
@@ -291,7 +289,7 @@ def remove_background(
     band = border_mask(h, w, border)
     lab = np.empty_like(frames)
     grads = np.empty((t, h, w), np.float32)
-    with ThreadPoolExecutor(WORKERS) as pool:  # OpenCV and numpy release the GIL
+    with ThreadPoolExecutor(threads.WORKERS) as pool:  # OpenCV and numpy release the GIL
         # A noise-free key is decided on the unaveraged colours (see :func:`.decide.key_kind`).
         kind = key_kind(frames, band, pool.map)
         exact = kind == "exact"
