@@ -80,7 +80,8 @@ def drawn_pockets(
         if centres[i] is None:
             return kept
         others = [j for j in range(max(0, i - reach), min(t, i + reach + 1)) if j != i and centres[j] is not None]
-        need = QUORUM * len(others) / 2  # fewer reappearances cannot pass (evidence is at least half the others)
+        # The fewest reappearances that can pass: more than QUORUM of the evidence, which is at least half the others.
+        need = int(QUORUM * -(-len(others) // 2)) + 1
         similar = similar_pockets(i, others, frames_boxes, areas, centres, search + margin // 2)
         for k, (y, x, bh, bw) in enumerate(frames_boxes[i].astype(int), start=1):
             if areas[i][k] == 0 or similar[k - 1].sum() < need:
