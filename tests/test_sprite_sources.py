@@ -180,7 +180,7 @@ def test_matte_keeps_parts_drawn_in_the_key_colour_over_the_clip(key, look):
     """Frozen-Bubble's parts drawn exactly in the key's colour, over the whole 8-frame clip (the rules' evidence is
     the clip).  On white its eye whites and belly highlight, enclosed and shaded, change shape as the penguin jumps
     (their areas vary 2x): matched at IoU >= SAME_POCKET (0.4) they are drawn parts (nodes/sprite/pockets.py): 0.05 /
-    0.09 % plain, 0.05 / 0.44 % as GIF; at 0.45 the worst frame lost an eye (1.06 and 1.14 %), at 0.6 3.1 / 4.2 %.  On
+    0.09 % plain, 0.05 / 0.44 % as GIF; at 0.45 1.06 and 1.14 % in the worst frame, at 0.6 3.1 / 4.2 %.  On
     black its pupils, drawn parts too, were steadied over the frames where the key lies at their pixels and came out
     0.2-0.3 opaque (0.53 % median); kept out of that average on a noise-free key (nodes/sprite/matte.py,
     steady_edges' fixed pixels), and matched at 0.4: 0.45 / 1.10 % plain, 0.44 / 1.04 % as GIF (at 0.45 1.58 and

@@ -23,14 +23,14 @@ from .regions import sprite_box
 # lifts (Frozen-Bubble's eye whites on white: 91-187 px over its jump, IoU 0.44-0.55 against the largest; under
 # H.264 the two eyes merge into one pocket in some frames, IoU 0.37-0.44 against one eye).  Over the 5312 pockets of
 # 164 clips (Kenney's walks in both looks; tuxmath's, Pingus's, Frozen-Bubble's and Kenney's robot's sprites in four
-# looks) 0.4 keeps 178 of the 275 drawn parts and 4 gaps, 0.45 163 and the same gaps, 0.35 185 and 11 gaps (Kenney's
-# arm-body gaps under noise).
+# looks), with QUORUM's majority, 0.4 keeps 200 of the 275 drawn parts and 8 gaps, 0.45 193 and 5, 0.35 204 and 21
+# (Kenney's arm-body gaps under noise).
 SAME_POCKET = 0.4
 # A pocket is a drawn part when it reappears in more than this share of the other frames (those that are evidence).
 # A drawn part goes missing where the body turns it away (Pingus's belly), merges with another (Frozen-Bubble's eyes
 # after H.264) or leaves the key's colour in a frame; a gap changes shape, opens or closes in most.  Over the pockets
-# of the 164 clips of SAME_POCKET's count, a majority keeps 200 of the 275 drawn parts and 8 gaps (990 px in all), two
-# thirds 178 and 4 (224 px).
+# SAME_POCKET's figures count, a majority keeps 200 of the 275 drawn parts and 8 gaps (990 px in all), two thirds 178
+# and 4 (224 px).
 QUORUM = 0.5
 # Clips shorter than this have too little evidence: their pockets stay background (the per-frame rule).
 MIN_FRAMES = 3
