@@ -91,9 +91,11 @@ MIX_LIGHTNESS = (8.0, 92.0)
 OFF_KEY = 0.15
 # The colour-model cut decides a clip when the parts it gives the character beyond the key model, counted where
 # they are at least PART px thick (left by a PART x PART erosion), are at least GAINED of the character: measured
-# 0.1-16 % where the key's grey swallowed shaded parts (Pingus's belly, Frozen-Bubble's face, the renders' bodies),
-# at most 0.02 % where the cut only added fringes and closed gaps (Kenney's walks, the tuxmath penguin), where the
-# denoised cut decides as well or better.
+# 0.06-20 % where the key's grey swallowed shaded parts (Pingus's belly, Frozen-Bubble's face, the renders' bodies),
+# up to 0.048 % where it mostly added fringes and closed gaps (Kenney's walks sliding under noise, the tuxmath
+# penguin) and the denoised cut decides as well or better: at 0.01 % three of the four walks in that range lost
+# 0.005-0.014 of their least IoU and one gained 0.015, and the pale vest 5-20 levels below the key (0.03 %) would have
+# gained 2.4 -> 0.3 % gross error in its median frame (docs/sprite.md).
 GAINED = 0.0005
 PART = 5
 # The weak band's chroma noise is scaled down to the lightness noise by at most this factor, and only when it is
