@@ -28,9 +28,9 @@ from .regions import sprite_box
 SAME_POCKET = 0.4
 # A pocket is a drawn part when it reappears in more than this share of the other frames (those that are evidence).
 # A drawn part goes missing where the body turns it away (Pingus's belly), merges with another (Frozen-Bubble's eyes
-# after H.264) or leaves the key's colour in a frame; a gap changes shape, opens or closes in most.  Over the pockets
-# SAME_POCKET's figures count, a majority keeps 200 of the 275 drawn parts and 8 gaps (990 px in all), two thirds 178
-# and 4 (224 px).
+# after H.264) or leaves the key's colour in a frame; a gap changes shape, opens or closes in most.  Over the same
+# pockets as SAME_POCKET's figures, a majority keeps 200 of the 275 drawn parts and 8 gaps (990 px in all), two thirds
+# 178 and 4 (224 px).
 QUORUM = 0.5
 # Clips shorter than this have too little evidence: their pockets stay background (the per-frame rule).
 MIN_FRAMES = 3
@@ -80,8 +80,8 @@ def drawn_pockets(
         if centres[i] is None:
             return kept
         others = [j for j in range(max(0, i - reach), min(t, i + reach + 1)) if j != i and centres[j] is not None]
-        # The fewest reappearances that can pass: more than QUORUM of the evidence, which is at least half the others.
-        need = int(QUORUM * -(-len(others) // 2)) + 1
+        least = -(-len(others) // 2)  # the fewest evidence frames that can decide: half the others
+        need = int(QUORUM * least) + 1  # the fewest reappearances that can pass: more than QUORUM of that evidence
         similar = similar_pockets(i, others, frames_boxes, areas, centres, search + margin // 2)
         for k, (y, x, bh, bw) in enumerate(frames_boxes[i].astype(int), start=1):
             if areas[i][k] == 0 or similar[k - 1].sum() < need:
@@ -115,7 +115,7 @@ def drawn_pockets(
                 if change[pair] >= DEFORMED:
                     evidence += 1
                     votes += hit
-            if evidence < len(others) / 2 or votes <= QUORUM * evidence:
+            if evidence < least or votes <= QUORUM * evidence:
                 continue
             # A part drawn in the key colour is enclosed wherever it is; a gap that opens to the
             # outside in any frame (the forearm lifted, the feet apart) is background.
