@@ -2,7 +2,8 @@
 matte on it where it meets the issue-22 bounds (gross error <= 0.5 % of the character in the median frame,
 <= 2 % in the worst, outside a 1-px band around the true contour).
 
-``ceferino`` is held out: no matte decision was tuned on it.  On the near-key keys (white, greys, black)
+``ceferino`` is held out: no matte decision was tuned on it (the chroma-bleed rule was found on his lasso after a
+codec on a coloured key; its share was set on Kenney's walks).  On the near-key keys (white, greys, black)
 the bounds hold for the cases listed in ``NEAR_KEY``, not yet everywhere (docs/sprite.md has the figures of
 every case, measured by ``bench/sprite.py``).
 """
@@ -261,3 +262,23 @@ def test_matte_meets_the_bounds_after_a_lossy_codec_on_a_clean_key(name, form):
             continue
         median, worst = matte_scores(name, key, form)
         assert_within_bounds(median, worst, name, key, form)
+
+
+# A clean saturated key through JPEG or H.264: their 4:2:0 chroma fills the narrow gaps between thin parts (the
+# gaucho's lasso coils and hair, Raincat's whiskers, Frozen-Bubble's flippers) with mixes of the key and the parts,
+# too far from the key for the weak band and deeper than the rim, and those stayed opaque.  Nearer the key than
+# BLEED x the character's own distance, and explained as such a mix, they are unmixed (nodes/sprite/matte.py, bled).
+# Before, over the first 6 frames: 0.53 / 0.70 %, 0.80 / 0.96, 0.69 / 1.10, 0.53 / 0.73 and 0.61 / 0.79 %.
+BLEED_CASES = [
+    ("frozen_bubble", "blue", "jpeg"),
+    ("ceferino", "magenta", "jpeg"),
+    ("ceferino", "magenta", "h264"),
+    ("raincat", "magenta", "jpeg"),
+    ("raincat", "magenta", "h264"),
+]
+
+
+@pytest.mark.parametrize("name,key,form", BLEED_CASES)
+def test_matte_unmixes_a_codecs_chroma_bleed_between_thin_parts_on_a_coloured_key(name, key, form):
+    median, worst = matte_scores(name, key, form)
+    assert_within_bounds(median, worst, name, key, form)
