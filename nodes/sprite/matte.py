@@ -99,12 +99,12 @@ OFF_KEY = 0.15
 GAINED = 0.0005
 PART = 5
 # On a coloured key (chroma at least GREY_CHROMA) a pixel of the character nearer the key than BLEED x the character's
-# median distance from it is a mix of the key and a part, wherever it lies, and is unmixed: JPEG's and H.264's chroma
-# subsampling fills the narrow gaps between thin parts (a lasso's coils, hair strands) with such mixes, deeper than the
-# rim and farther from the key than the weak band, and they stayed opaque (the gaucho after JPEG on blue 1.0 / 1.9 ->
-# 0.7 / 1.2 % gross error; over 150 clips of ten games' sprites on green, blue and magenta, 117 better, none worse:
-# docs/sprite.md).  At 0.35 Kenney's female person's green parts on green began to go (worst frame 0.08 -> 0.11 %), at
-# 0.45 the male adventurer's green shirt (0.04 -> 0.81 %).
+# median distance from it, explained as a mix of the key and a part, is unmixed wherever it lies: JPEG's and H.264's
+# chroma subsampling fills the narrow gaps between thin parts (a lasso's coils, hair strands) with such mixes, deeper
+# than the rim and farther from the key than the weak band, and they stayed opaque (the gaucho after JPEG on blue
+# 1.0 / 1.9 -> 0.7 / 1.1 % gross error; over 150 clips of ten games' sprites on green, blue and magenta, 120 better,
+# none worse: docs/sprite.md).  At 0.35 Kenney's female person's green parts on green began to go (worst frame 0.08 ->
+# 0.11 %), at 0.45 the male adventurer's green shirt (0.04 -> 0.81 %).
 BLEED = 0.3
 # The weak band's chroma noise is scaled down to the lightness noise by at most this factor, and only when it is
 # above MIN_NOISE (ΔE, robust σ of the 3x3-averaged border): see noise_weights.
@@ -806,7 +806,7 @@ def unmix(
     solid = (depth > rim) & (~weak_c | (depth > DEEP))
     if coloured:
         seen_c = None if seen is None else seen[y0:y1, x0:x1]
-        solid &= ~bled(crop, model[y0:y1, x0:x1], fg_c & ~weak_c, dist_c, depth > rim, solid, window, seen_c)
+        solid &= ~bled(crop, model[y0:y1, x0:x1], fg_c, weak_c, dist_c, depth > rim, solid, window, seen_c)
     solid = solid.astype(np.float32)
     alpha[y0:y1, x0:x1] = solid
     ys, xs = np.nonzero(fg_c & (solid == 0))
@@ -901,23 +901,25 @@ def unmix(
 def bled(
     image: np.ndarray,
     model: np.ndarray,
-    strong: np.ndarray,
+    fg: np.ndarray,
+    weak: np.ndarray,
     dist: np.ndarray,
     inner: np.ndarray,
     solid: np.ndarray,
     window: int,
     seen: np.ndarray | None,
 ) -> np.ndarray:
-    """The pixels of a character on a coloured key that are mixes of the key and a part (see :data:`BLEED`): of its
-    ``strong`` pixels (outside the weak band) not ``seen`` behind an edge, those whose key distance ``dist`` is below
-    ``BLEED`` x the median of its ``inner`` (deeper than the rim) strong pixels', and which a mix explains: they lie
-    on the line from the key (the Lab ``model``) to the mean of the other ``solid`` pixels in a ``window`` box, as
-    the unmixing asks of a rim pixel.  A dark blue leg on a blue key is nearer the key than a red body but on no such
-    line (without that test the synthetic sprite's legs, RGB 0.2 0.25 0.6 on 0.2 0.3 0.9, lost 0.007 IoU)."""
-    body = strong & inner
+    """The pixels of a character ``fg`` on a coloured key that are mixes of the key and a part (see :data:`BLEED`):
+    those not ``seen`` behind an edge whose key distance ``dist`` is below ``BLEED`` x the median of its ``inner``
+    (deeper than the rim) pixels outside the ``weak`` band, and which a mix explains: they lie on the line from the
+    key (the Lab ``model``) to the mean of the other ``solid`` pixels in a ``window`` box, as the unmixing asks of a
+    rim pixel.  Weak pixels count too: deeper than ``DEEP`` they were opaque (a gap's middle between the gaucho's
+    hair strands).  A dark blue leg on a blue key is nearer the key than a red body but on no such line (without
+    that test the synthetic sprite's legs, RGB 0.2 0.25 0.6 on 0.2 0.3 0.9, lost 0.007 IoU)."""
+    body = fg & inner & ~weak
     if not body.any():
-        return np.zeros_like(strong)
-    mixed = strong & (dist < BLEED * float(np.median(dist[body])))
+        return np.zeros_like(fg)
+    mixed = solid & (dist < BLEED * float(np.median(dist[body])))  # the others are unmixed anyway
     if seen is not None:
         mixed &= ~seen
     ys, xs = np.nonzero(mixed)
