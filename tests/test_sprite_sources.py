@@ -172,8 +172,8 @@ def test_matte_meets_the_bounds_on_near_key_and_chroma_bleed_cases(name, key, lo
     assert_within_bounds(median, worst, name, key, look)
 
 
-# The near-key cases under a bilinear upscale, whose softer steps pass through the key's grey over more pixels: Tux's white
-# belly behind its broken outline of dark dots on light grey (a line of such steps joined the background through
+# The near-key cases under a bilinear upscale, whose softer steps pass through the key's grey over more pixels: Tux's
+# white belly behind its broken outline of dark dots on light grey (a line of such steps joined the background through
 # the outline's breaks: 0.65 / 0.81 % before nodes/sprite/edges.py's close_steps), the penguin's, and Frozen-Bubble's
 # pale face.
 NEAR_KEY_BILINEAR = [
