@@ -98,6 +98,9 @@ OFF_KEY = 0.15
 # gained 2.4 -> 0.3 % gross error in its median frame (docs/sprite.md).
 GAINED = 0.0005
 PART = 5
+# A pixel whose distance from its best mix of the key and a colour (the miss) is above OFF_LINE x its distance from
+# the key is not explained as that mix: off the line from the key to the colour.
+OFF_LINE = 0.5
 # On a coloured key (chroma at least GREY_CHROMA) a pixel of the character nearer the key than BLEED x the character's
 # median distance from it, explained as a mix of the key and a part, is unmixed wherever it lies: JPEG's and H.264's
 # chroma subsampling fills the narrow gaps between thin parts (a lasso's coils, hair strands) with such mixes, deeper
@@ -839,12 +842,14 @@ def unmix(
 
         # A pixel the nearby opaque colour does not explain may lie on a thin part of another colour
         # (a dark leg next to a red body): try the inner colour of its own part.
-        explain_better(np.flatnonzero((miss > 0.5 * to_key) & near_found & (depth[ys, xs] > 1.5)), lambda at: near[at])
+        explain_better(
+            np.flatnonzero((miss > OFF_LINE * to_key) & near_found & (depth[ys, xs] > 1.5)), lambda at: near[at]
+        )
         # A rim pixel clearly off the key that unmixes to nothing lies across the key from its part's colour: no
         # mix of the two but a colour of its own (a dark outline dot between a white belly and a grey key, which
         # the 3x3 average had taken for key): try its strongest neighbour.
         explain_better(
-            np.flatnonzero((miss > 0.5 * to_key) & (depth[ys, xs] <= rim) & (proj < 0.05) & (to_key >= OFF_KEY)),
+            np.flatnonzero((miss > OFF_LINE * to_key) & (depth[ys, xs] <= rim) & (proj < 0.05) & (to_key >= OFF_KEY)),
             lambda at: strongest_neighbour(crop, ys[at], xs[at], key[at]),
         )
         if not fine_edge:
@@ -865,7 +870,7 @@ def unmix(
                 lambda at: farthest_colour(crop, dist_c, rim, ys[at], xs[at]),
                 purer=True,
             )
-        off_line = miss > 0.5 * to_key
+        off_line = miss > OFF_LINE * to_key
         own_colour = off_line & (depth[ys, xs] > rim)
         # Foreground too close to the key to unmix, or a colour of its own: known foreground.
         # Closer to the key than the outline between it and the background: a pale part behind a dark line.
@@ -912,10 +917,10 @@ def bled(
     """The pixels of a character ``fg`` on a coloured key that are mixes of the key and a part (see :data:`BLEED`):
     those not ``seen`` behind an edge whose key distance ``dist`` is below ``BLEED`` x the median of its ``inner``
     (deeper than the rim) pixels outside the ``weak`` band, and which a mix explains: they lie on the line from the
-    key (the Lab ``model``) to the mean of the other ``solid`` pixels in a ``window`` box, as the unmixing asks of a
-    rim pixel.  Weak pixels count too: deeper than ``DEEP`` they were opaque (a gap's middle between the gaucho's
-    hair strands).  A dark blue leg on a blue key is nearer the key than a red body but on no such line (without
-    that test the synthetic sprite's legs, RGB 0.2 0.25 0.6 on 0.2 0.3 0.9, lost 0.007 IoU)."""
+    key (the Lab ``model``) to the mean of the other ``solid`` pixels in a ``window`` box, within ``OFF_LINE`` as the
+    unmixing asks of a rim pixel.  Weak pixels count too: deeper than ``DEEP`` they were opaque (a gap's middle
+    between the gaucho's hair strands).  A dark blue leg on a blue key is nearer the key than a red body but on no
+    such line (without that test the synthetic sprite's legs, RGB 0.2 0.25 0.6 on 0.2 0.3 0.9, lost 0.007 IoU)."""
     body = fg & inner & ~weak
     if not body.any():
         return np.zeros_like(fg)
@@ -928,7 +933,7 @@ def bled(
         key = from_lab(model[ys, xs])
         colour = image[ys, xs]
         _, _, miss = mix_line(colour, key, fore)
-        unexplained = ~found | (miss > 0.5 * distance(colour, key))
+        unexplained = ~found | (miss > OFF_LINE * distance(colour, key))
         mixed[ys[unexplained], xs[unexplained]] = False
     return mixed
 
