@@ -217,6 +217,18 @@ def test_matte_keeps_drawn_parts_that_go_missing_in_some_frames():
     assert median <= 0.01, median
 
 
+def test_matte_keeps_drawn_parts_that_shrink_below_a_pocket_in_some_frames():
+    """A drawn part near a pocket's least size is a pocket in some frames and a smaller enclosed island, opaque, in
+    the others; matched against those islands too (nodes/sprite/pockets.py), it reappears there.  Frozen-Bubble's
+    right pupil on black under the generated look is a pocket in 3 of its 8 frames (before: 0.93 / 1.57 %, now 0.86
+    / 1.04); the held-out gaucho's shirt highlights and teeth on white, exactly the key's colour (before: 1.94 /
+    3.49 %, now 1.14 / 1.42: no rule was tuned on him, and his median frame is still over the bound)."""
+    _, worst = matte_scores("frozen_bubble", "black", "generated", frames=8)
+    assert worst <= 0.0125, worst
+    median, worst = matte_scores("ceferino", "white", "generated", frames=8)
+    assert median <= 0.0125 and worst <= 0.02, (median, worst)
+
+
 def test_colour_cut_leaves_notches_of_the_key_to_the_key():
     """Pingus (pixel art, 4x nearest) with the generated look on white and light grey: the colour models' cut (a
     neutral key under noise) closed the notches of key beside his beak and flippers into the character (4.11 / 8.11 %

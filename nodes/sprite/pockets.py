@@ -4,7 +4,8 @@ A pocket of key colour enclosed by the sprite is either background seen through 
 (between the legs, between arm and body) or a part drawn in the key's own colour (a white visor or
 white eyes on white).  One frame cannot tell them apart: both are the key's colour and enclosed.
 A clip can: a drawn part moves with the body around it, so in every other frame the same
-neighbourhood holds a pocket of the same size and shape, while a gap between the legs changes
+neighbourhood holds an enclosed region of the key's colour of the same size and shape (a pocket, or an island
+too small for one), while a gap between the legs changes
 shape from frame to frame, opens to the outside background or closes.  :func:`drawn_pockets`
 follows each pocket through the clip by matching its neighbourhood and keeps those that persist.
 """
@@ -52,10 +53,13 @@ def drawn_pockets(
 
     ``lab`` is the clip's (blurred) Lab ``[T,H,W,3]``, ``sprite`` per frame the pixels not connected
     to the border background (the sprite with its pockets), ``pockets`` per frame a label image of
-    the enclosed key-coloured pockets (0 = none).  A pocket's neighbourhood (its box plus ``margin``
+    the enclosed key-coloured pockets (positive; 0 = none) and of the other enclosed near-key regions, which stay
+    opaque (negative, see :func:`.matte.pocket_labels`).  A pocket's neighbourhood (its box plus ``margin``
     px) is looked up in the other frames up to ``reach`` away (which bounds the work on long clips)
     by template matching within ``search`` px of where the sprite's centroid moved; the pocket is
-    the same one there when the pockets at the match overlap it with IoU >= SAME_POCKET.  Only frame
+    the same one there when the regions at the match, pockets or not, overlap it with IoU >= SAME_POCKET: a drawn
+    part near a pocket's least size (an eye white, a pupil of 25-40 px) is smaller than one in some frames and opaque
+    there: still there, not missing.  Only frame
     pairs between which the silhouette deformed count (a still or sliding sprite keeps its gaps
     too).  Pockets that reappear in more than QUORUM of those frames, and in none of the compared frames land
     on the outside background, are drawn parts; a gap that opens to the outside, or changes shape or
@@ -68,11 +72,12 @@ def drawn_pockets(
         return [np.zeros(p.shape, bool) for p in pockets]
     h, w = pockets[0].shape
 
-    def measure(i: int) -> tuple[tuple[float, float] | None, np.ndarray, np.ndarray]:
-        areas = label_areas(pockets[i])
-        return centroid(sprite[i]), areas, np.array(boxes(pockets[i], len(areas)), np.float32).reshape(-1, 4)
+    def measure(i: int) -> tuple[tuple[float, float] | None, np.ndarray, np.ndarray, np.ndarray, int]:
+        labels, count = numbered(pockets[i])
+        areas = label_areas(labels)
+        return centroid(sprite[i]), areas, np.array(boxes(labels, len(areas)), np.float32).reshape(-1, 4), labels, count
 
-    centres, areas, frames_boxes = (list(v) for v in zip(*map_(measure, range(t)), strict=True))
+    centres, areas, frames_boxes, labels, counts = (list(v) for v in zip(*map_(measure, range(t)), strict=True))
 
     def frame(i: int) -> np.ndarray:
         kept = np.zeros((h, w), bool)
@@ -83,13 +88,13 @@ def drawn_pockets(
         least = -(-len(others) // 2)  # the fewest evidence frames that can decide: half the others
         need = int(QUORUM * least) + 1  # the fewest reappearances that can pass: more than QUORUM of that evidence
         similar = similar_pockets(i, others, frames_boxes, areas, centres, search + margin // 2)
-        for k, (y, x, bh, bw) in enumerate(frames_boxes[i].astype(int), start=1):
+        for k, (y, x, bh, bw) in enumerate(frames_boxes[i][: counts[i]].astype(int), start=1):
             if areas[i][k] == 0 or similar[k - 1].sum() < need:
                 continue  # no pocket of like size nearby in enough frames (most gaps): not worth matching
             y0, y1 = max(0, y - margin), min(h, y + bh + margin)
             x0, x1 = max(0, x - margin), min(w, x + bw + margin)
             template = lab[i, y0:y1, x0:x1]
-            own = pockets[i][y0:y1, x0:x1] == k
+            own = labels[i][y0:y1, x0:x1] == k
             seen = {}  # frame -> (shift of the neighbourhood, the pocket is there)
             hits, chances = 0, int(similar[k - 1].sum())  # the frames that can still show the pocket
             for j in others:
@@ -101,7 +106,7 @@ def drawn_pockets(
                 if at is None:
                     seen[j] = (shift, False)
                 else:
-                    seen[j] = ((at[0] - y0, at[1] - x0), overlap(own, pockets[j], areas[j], at) >= SAME_POCKET)
+                    seen[j] = ((at[0] - y0, at[1] - x0), overlap(own, labels[j], areas[j], at) >= SAME_POCKET)
                     hits += seen[j][1]
                 if hits + chances < need:
                     break  # too few frames left to show it: a gap (most pockets), not worth matching on
@@ -125,10 +130,19 @@ def drawn_pockets(
                     at = best_match(lab[j], template, y0 + shift[0], x0 + shift[1], search)
                     opened |= at is not None and outside(own, sprite[j], at) >= 0.5
             if not opened:
-                kept |= pockets[i] == k
+                kept |= labels[i] == k
         return kept
 
     return list(map_(frame, range(t)))
+
+
+def numbered(labels: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(labels, pockets)``: a frame's pocket labels (pockets ``1..P``, the other enclosed key-coloured regions
+    ``-1..-S``, see :func:`.matte.pocket_labels`) renumbered ``1..P`` then ``P+1..P+S``, and ``P``."""
+    count = int(labels.max(initial=0))
+    out = labels.copy()
+    np.subtract(count, labels, out=out, where=labels < 0)
+    return out, count
 
 
 def outside(own: np.ndarray, sprite: np.ndarray, at: tuple[int, int]) -> float:
