@@ -117,6 +117,9 @@ MAX_WHITEN = 3.0
 MIN_NOISE = 0.1
 # An enclosed pocket's mean offset from the key must also be within this many weak-band tolerances (noise units).
 POCKET_NOISE = 2.0
+# On a clean key after a lossy codec (flat, its ringing beside the character only) an enclosed region whose inside
+# varies in lightness by more than this (ΔE, standard deviation of L*) is shading, not the key seen through a gap.
+SHADED = 0.75
 
 
 class NotSolidError(InputError):
@@ -324,9 +327,12 @@ def remove_background(
             background = replace(background, tolerance=tol)
         level = edge_level(grads, band)
         key_noise = None if exact else float(np.median(resid))  # the key's own distance from its model
+        shaded = SHADED if kind == "compressed" else None
         found = list(
             pool.map(
-                lambda i: find_pockets(lab[i], grads[i], surface, coefs[i], tol, min_hole, level, weak, key_noise),
+                lambda i: find_pockets(
+                    lab[i], grads[i], surface, coefs[i], tol, min_hole, level, weak, key_noise, shaded
+                ),
                 range(t),
             )
         )
@@ -508,6 +514,7 @@ def find_pockets(
     level: float,
     weak: Weak | None = None,
     key_noise: float | None = None,
+    shaded: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(model, dist, border background, pocket labels, seen)`` of one frame: the first half of the matte,
     before the clip decides which pockets are drawn parts.  ``seen``: near-key parts that an edge (a gradient
@@ -518,7 +525,7 @@ def find_pockets(
     bg = background_region(dist, tol)
     seen = edge_cut(bg, grad, level, min_hole, dist, key_noise)
     bg &= ~seen
-    return model, dist, bg, pocket_labels(dist, tol, bg, min_hole, lab, model, grad < level, weak), seen
+    return model, dist, bg, pocket_labels(dist, tol, bg, min_hole, lab, model, grad < level, weak, shaded), seen
 
 
 def fill_holes(bg: np.ndarray, before: np.ndarray, min_hole: int) -> np.ndarray:
@@ -665,6 +672,7 @@ def pocket_labels(
     model: np.ndarray,
     calm: np.ndarray | None = None,
     weak: Weak | None = None,
+    shaded: float | None = None,
 ) -> np.ndarray:
     """Label image ``[H,W]`` (int32, 0 = none) of the key-coloured pockets the sprite encloses (``1..P``) and of
     its other enclosed regions within ``3·tol`` (``-1..-S``: smaller than a pocket or offset from the key, they stay
@@ -696,12 +704,17 @@ def pocket_labels(
     mean = np.stack([np.bincount(flat, weights=off[:, c], minlength=n) for c in range(3)], -1)
     offset = mean / area[:, None]
     pocket = (area >= min_hole) & (np.linalg.norm(offset, axis=-1) <= 1.5 * tol)
-    if weak is not None:  # the inside's mean, in noise units (a pocket with no inside passes)
+    if weak is not None or shaded is not None:  # the inside (left by a 3x3 erosion; a pocket with none passes)
         core = loose & (cv2.erode(loose.view(np.uint8), np.ones((3, 3), np.uint8)) > 0)
         inside, off_core = labels[core], lab[box][core] - model[box][core]
+        count = np.maximum(np.bincount(inside, minlength=n), 1)  # no inside: bincount gives ints
         inner = np.stack([np.bincount(inside, weights=off_core[:, c], minlength=n) for c in range(3)], -1)
-        inner = inner / np.maximum(np.bincount(inside, minlength=n), 1)[:, None]  # no inside: bincount gives ints
+        inner = inner / count[:, None]
+    if weak is not None:  # the inside's mean, in noise units
         pocket &= np.linalg.norm(inner * weak.weights, axis=-1) <= POCKET_NOISE * weak.tolerance
+    if shaded is not None and grey_key(model[box]):  # the inside's lightness spread: on a flat grey key, shading
+        spread = np.bincount(inside, weights=off_core[:, 0].astype(np.float64) ** 2, minlength=n) / count
+        pocket &= spread - inner[:, 0] ** 2 <= shaded**2
     if calm is not None and grey_key(model[box]):
         pocket &= pocket_inside(loose, labels, n, calm[box]) >= CORE * area
     pocket[0] = False

@@ -87,7 +87,7 @@ def drawn_pockets(
         others = [j for j in range(max(0, i - reach), min(t, i + reach + 1)) if j != i and centres[j] is not None]
         least = -(-len(others) // 2)  # the fewest evidence frames that can decide: half the others
         need = int(QUORUM * least) + 1  # the fewest reappearances that can pass: more than QUORUM of that evidence
-        similar = similar_pockets(i, others, frames_boxes, areas, centres, search + margin // 2)
+        similar = similar_pockets(i, counts[i], others, frames_boxes, areas, centres, search + margin // 2)
         for k, (y, x, bh, bw) in enumerate(frames_boxes[i][: counts[i]].astype(int), start=1):
             if areas[i][k] == 0 or similar[k - 1].sum() < need:
                 continue  # no pocket of like size nearby in enough frames (most gaps): not worth matching
@@ -152,18 +152,24 @@ def outside(own: np.ndarray, sprite: np.ndarray, at: tuple[int, int]) -> float:
 
 
 def similar_pockets(
-    i: int, others: list[int], frames_boxes: list[np.ndarray], areas: list[np.ndarray], centres: list, reach: float
+    i: int,
+    count: int,
+    others: list[int],
+    frames_boxes: list[np.ndarray],
+    areas: list[np.ndarray],
+    centres: list,
+    reach: float,
 ) -> np.ndarray:
-    """``[pockets of frame i, T]``: whether frame ``j`` (of ``others``) has a pocket of like size within
-    ``reach`` px of where the sprite's motion takes the pocket.
+    """``[pockets of frame i (its first count labels), T]``: whether frame ``j`` (of ``others``) has a region
+    (a pocket or an island) of like size within ``reach`` px of where the sprite's motion takes the pocket.
 
     Like size: area, height and width each within the ratio SAME_POCKET (the same shape overlapping
     by that IoU cannot differ more); a cheap test that spares the template matching for most gaps
     and for the islands a noisy key leaves, which have no twin nearby.
     """
-    own = frames_boxes[i]
+    own = frames_boxes[i][:count]
     mid = own[:, :2] + own[:, 2:] / 2
-    size = np.concatenate([areas[i][1:, None], own[:, 2:]], axis=1).astype(np.float32)  # area, height, width
+    size = np.concatenate([areas[i][1 : count + 1, None], own[:, 2:]], axis=1).astype(np.float32)  # area, h, w
     out = np.zeros((len(own), len(frames_boxes)), bool)
     for j in others:
         other = frames_boxes[j]
