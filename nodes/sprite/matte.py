@@ -117,8 +117,10 @@ MAX_WHITEN = 3.0
 MIN_NOISE = 0.1
 # An enclosed pocket's mean offset from the key must also be within this many weak-band tolerances (noise units).
 POCKET_NOISE = 2.0
-# On a clean key after a lossy codec (flat, its ringing beside the character only) an enclosed region whose inside
-# varies in lightness by more than this (ΔE, standard deviation of L*) is shading, not the key seen through a gap.
+# On a clean grey key (chroma below GREY_CHROMA) after a lossy codec (flat, its ringing beside the character only) an
+# enclosed region whose inside varies in lightness by more than this (ΔE, standard deviation of L*) is shading, not
+# the key seen through a gap (a grey render on grey saved as JPEG: 26.8 / 28.3 -> 2.3 / 2.6 % gross error;
+# docs/sprite.md, "A clean key through a lossy codec").
 SHADED = 0.75
 
 
@@ -355,7 +357,9 @@ def remove_background(
             solid = np.ones((PART, PART), np.uint8)  # a part at least PART px thick somewhere, not a fringe
             # The drawn pockets count too: parts in the key's colour that the clip keeps by time are swallowed by the
             # key's colour as much as the parts the cut gains.
-            parts = sum(np.count_nonzero(cv2.erode((g | d).view(np.uint8), solid)) for g, d in zip(gains, drawn))
+            parts = sum(
+                np.count_nonzero(cv2.erode((g | d).view(np.uint8), solid)) for g, d in zip(gains, drawn, strict=True)
+            )
             if parts >= GAINED * sum(np.count_nonzero(~b) for b in cut):
                 # Islands of key colour the cut left inside the character, smaller than a pocket, are the
                 # character's own (a vest's shading under the key's noise): unmixed, each would take a rim's

@@ -75,7 +75,8 @@ def drawn_pockets(
     def measure(i: int) -> tuple[tuple[float, float] | None, np.ndarray, np.ndarray, np.ndarray, int]:
         labels, count = numbered(pockets[i])
         areas = label_areas(labels)
-        return centroid(sprite[i]), areas, np.array(boxes(labels, len(areas)), np.float32).reshape(-1, 4), labels, count
+        found = np.array(boxes(labels, len(areas)), np.float32).reshape(-1, 4)
+        return centroid(sprite[i]), areas, found, labels, count
 
     centres, areas, frames_boxes, labels, counts = (list(v) for v in zip(*map_(measure, range(t)), strict=True))
 
@@ -90,7 +91,7 @@ def drawn_pockets(
         similar = similar_pockets(i, counts[i], others, frames_boxes, areas, centres, search + margin // 2)
         for k, (y, x, bh, bw) in enumerate(frames_boxes[i][: counts[i]].astype(int), start=1):
             if areas[i][k] == 0 or similar[k - 1].sum() < need:
-                continue  # no pocket of like size nearby in enough frames (most gaps): not worth matching
+                continue  # no region of like size nearby in enough frames (most gaps): not worth matching
             y0, y1 = max(0, y - margin), min(h, y + bh + margin)
             x0, x1 = max(0, x - margin), min(w, x + bw + margin)
             template = lab[i, y0:y1, x0:x1]
@@ -265,14 +266,15 @@ def best_match(image: np.ndarray, template: np.ndarray, y: int, x: int, search: 
 
 
 def overlap(own: np.ndarray, labels: np.ndarray, areas: np.ndarray, at: tuple[int, int]) -> float:
-    """IoU of a pocket (``own``, a crop mask) with the pockets of another frame's ``labels`` it lands on at ``at``.
+    """IoU of a pocket (``own``, a crop mask) with the regions of another frame's ``labels`` (its pockets and
+    islands, numbered by :func:`numbered`) it lands on at ``at``.
 
-    The other pockets count with their whole area (``areas`` per label), so a pocket that merged
+    The other regions count with their whole area (``areas`` per label), so a pocket that merged
     into a larger gap, or leaked out of the crop, does not look like the same pocket.
     """
     y, x = at
     under = labels[y : y + own.shape[0], x : x + own.shape[1]][own]
-    under = under[under > 0]  # the pocket's pixels that land on another pocket: the intersection
+    under = under[under > 0]  # the pocket's pixels that land on another region: the intersection
     if not len(under):
         return 0.0
     inter = len(under)
