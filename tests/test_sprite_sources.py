@@ -4,9 +4,9 @@ matte on it where it meets the issue-22 bounds (gross error <= 0.5 % of the char
 
 ``ceferino`` is held out: no matte decision was tuned on it (the chroma-bleed rule was found on his lasso after a
 codec on a coloured key; its share was set on Kenney's walks; the lightness spread that tells shading from a gap
-after a codec on a grey key, SHADED, was read off the pockets of all ten sources and three renders, his among them).  On the near-key keys (white, greys, black)
-the bounds hold for the cases listed in ``NEAR_KEY``, not yet everywhere (docs/sprite.md has the figures of
-every case, measured by ``bench/sprite.py``).
+after a codec on a grey key, SHADED, was read off the pockets of all ten sources and three renders, his among
+them).  On the near-key keys (white, greys, black) the bounds hold for the cases listed in ``NEAR_KEY``, not yet
+everywhere (docs/sprite.md has the figures of every case, measured by ``bench/sprite.py``).
 """
 
 from __future__ import annotations

@@ -708,6 +708,9 @@ def pocket_labels(
     mean = np.stack([np.bincount(flat, weights=off[:, c], minlength=n) for c in range(3)], -1)
     offset = mean / area[:, None]
     pocket = (area >= min_hole) & (np.linalg.norm(offset, axis=-1) <= 1.5 * tol)
+    grey = (calm is not None or shaded is not None) and grey_key(model[box])
+    if not grey:
+        shaded = None  # the lightness spread tells shading from a gap on a grey key only
     if weak is not None or shaded is not None:  # the inside (left by a 3x3 erosion; a pocket with none passes)
         core = loose & (cv2.erode(loose.view(np.uint8), np.ones((3, 3), np.uint8)) > 0)
         inside, off_core = labels[core], lab[box][core] - model[box][core]
@@ -716,10 +719,10 @@ def pocket_labels(
         inner = inner / count[:, None]
     if weak is not None:  # the inside's mean, in noise units
         pocket &= np.linalg.norm(inner * weak.weights, axis=-1) <= POCKET_NOISE * weak.tolerance
-    if shaded is not None and grey_key(model[box]):  # the inside's lightness spread: on a flat grey key, shading
+    if shaded is not None:  # the inside's lightness spread: on a flat grey key, shading
         spread = np.bincount(inside, weights=off_core[:, 0].astype(np.float64) ** 2, minlength=n) / count
         pocket &= spread - inner[:, 0] ** 2 <= shaded**2
-    if calm is not None and grey_key(model[box]):
+    if calm is not None and grey:
         pocket &= pocket_inside(loose, labels, n, calm[box]) >= CORE * area
     pocket[0] = False
     other = ~pocket
