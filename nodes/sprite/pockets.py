@@ -33,6 +33,14 @@ SAME_POCKET = 0.4
 # pockets as SAME_POCKET's figures, a majority keeps 200 of the 275 drawn parts and 8 gaps (990 px in all), two thirds
 # 178 and 4 (224 px).
 QUORUM = 0.5
+# A pocket is open, no part enclosed by the character, when the outside background holds this share of the ring of
+# pixels around it.  Under a video model's noise the background beside the silhouette breaks into regions just beyond
+# the tolerance (14-20 per frame of Kenney's generated-look walks on white, grey and black): matching each through the
+# clip was most of the matte's time there, and a few passed the quorum and stayed opaque.  Over the 315 clips of
+# docs/sprite.md's evaluation, of the pockets the outside touches, 6,400 are at least half open; the matching kept 37 of
+# them, none a drawn part, while the drawn parts it keeps that touch the outside (white sleeves behind a broken outline
+# after JPEG, an eye against the head's edge after H.264) are less open.
+OPEN = 0.5
 # Clips shorter than this have too little evidence: their pockets stay background (the per-frame rule).
 MIN_FRAMES = 3
 # A frame pair is evidence only when the sprite's silhouette changed by this much (1 - IoU after
@@ -59,26 +67,26 @@ def drawn_pockets(
     by template matching within ``search`` px of where the sprite's centroid moved; the pocket is
     the same one there when the regions at the match, pockets or not, overlap it with IoU >= SAME_POCKET: a drawn
     part near a pocket's least size (an eye white, a pupil of 25-40 px) is smaller than one in some frames and opaque
-    there: still there, not missing.  Only frame
-    pairs between which the silhouette deformed count (a still or sliding sprite keeps its gaps
-    too).  Pockets that reappear in more than QUORUM of those frames, and in none of the compared frames land
-    on the outside background, are drawn parts; a gap that opens to the outside, or changes shape or
-    closes in half of them or more, stays background.  A pocket's matching stops once too few frames are left for it
-    to reach the quorum (nine in ten matches find no pocket), which cannot change a decision.  Frames are
-    looked at through ``map_`` (a thread pool's map).
+    there: still there, not missing.  Only frame pairs between which the silhouette deformed count (a still or
+    sliding sprite keeps its gaps too).  Pockets that reappear in more than QUORUM of those frames, and in none of
+    the compared frames land on the outside background, are drawn parts; a gap that opens to the outside, or
+    changes shape or closes in half of them or more, stays background, and so does a pocket the outside background
+    surrounds on ``OPEN`` of its ring or more (no part enclosed by the character; not followed).  A pocket's
+    matching stops once too few frames are left for it to reach the quorum (nine in ten matches find no pocket),
+    which cannot change a decision.  Frames are looked at through ``map_`` (a thread pool's map).
     """
     t = len(lab)
     if t < MIN_FRAMES:
         return [np.zeros(p.shape, bool) for p in pockets]
     h, w = pockets[0].shape
 
-    def measure(i: int) -> tuple[tuple[float, float] | None, np.ndarray, np.ndarray, np.ndarray, int]:
+    def measure(i: int) -> tuple[tuple[float, float] | None, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
         labels, count = numbered(pockets[i])
         areas = label_areas(labels)
         found = np.array(boxes(labels, len(areas)), np.float32).reshape(-1, 4)
-        return centroid(sprite[i]), areas, found, labels, count
+        return centroid(sprite[i]), areas, found, labels, count, open_pockets(labels, found, count, sprite[i])
 
-    centres, areas, frames_boxes, labels, counts = (list(v) for v in zip(*map_(measure, range(t)), strict=True))
+    centres, areas, frames_boxes, labels, counts, open_ = (list(v) for v in zip(*map_(measure, range(t)), strict=True))
 
     def frame(i: int) -> np.ndarray:
         kept = np.zeros((h, w), bool)
@@ -88,20 +96,24 @@ def drawn_pockets(
         others = [j for j in range(max(0, i - reach), min(t, i + reach + 1)) if j != i and centres[j] is not None]
         least = -(-len(others) // 2)  # the fewest evidence frames that can decide: half the others
         need = int(QUORUM * least) + 1  # the fewest reappearances that can pass: more than QUORUM of that evidence
-        similar = similar_pockets(i, counts[i], others, frames_boxes, areas, centres, search + margin // 2)
-        for k, (y, x, bh, bw) in enumerate(frames_boxes[i][: counts[i]].astype(int), start=1):
-            if areas[i][k] == 0 or similar[k - 1].sum() < need:
-                continue  # no region of like size nearby in enough frames (most gaps): not worth matching
+        # Absent, open to the outside, or without a region of like size nearby in enough frames (most gaps): not
+        # worth matching.
+        ks = np.flatnonzero((areas[i][1 : counts[i] + 1] > 0) & ~open_[i][1:]) + 1
+        similar = similar_pockets(i, ks, others, frames_boxes, areas, centres, search + margin // 2)
+        for k, alike in zip(ks, similar, strict=True):
+            if alike.sum() < need:
+                continue
+            y, x, bh, bw = frames_boxes[i][k - 1].astype(int)
             y0, y1 = max(0, y - margin), min(h, y + bh + margin)
             x0, x1 = max(0, x - margin), min(w, x + bw + margin)
             template = lab[i, y0:y1, x0:x1]
             own = labels[i][y0:y1, x0:x1] == k
             seen = {}  # frame -> (shift of the neighbourhood, the pocket is there)
-            hits, chances = 0, int(similar[k - 1].sum())  # the frames that can still show the pocket
+            hits, chances = 0, int(alike.sum())  # the frames that can still show the pocket
             for j in others:
                 shift = (int(round(centres[j][0] - centres[i][0])), int(round(centres[j][1] - centres[i][1])))
                 at = None
-                if similar[k - 1, j]:
+                if alike[j]:
                     at = best_match(lab[j], template, y0 + shift[0], x0 + shift[1], search)
                     chances -= 1
                 if at is None:
@@ -146,6 +158,22 @@ def numbered(labels: np.ndarray) -> tuple[np.ndarray, int]:
     return out, count
 
 
+def open_pockets(labels: np.ndarray, found: np.ndarray, count: int, sprite: np.ndarray) -> np.ndarray:
+    """Per label ``0..count`` (the pockets, their boxes ``found`` as :func:`boxes` gives them), whether the outside
+    background (not ``sprite``) holds at least ``OPEN`` of the ring of pixels around it (its 4-neighbours)."""
+    out = np.zeros(count + 1, bool)
+    h, w = labels.shape
+    cross = cv2.getStructuringElement(cv2.MORPH_CROSS, (3, 3))
+    for k, (y, x, bh, bw) in enumerate(found[:count].astype(int), start=1):
+        if not bh:
+            continue
+        box = slice(max(0, y - 1), min(h, y + bh + 1)), slice(max(0, x - 1), min(w, x + bw + 1))
+        own = labels[box] == k
+        ring = (cv2.dilate(own.view(np.uint8), cross) > 0) & ~own
+        out[k] = np.count_nonzero(ring & ~sprite[box]) >= OPEN * np.count_nonzero(ring)
+    return out
+
+
 def outside(own: np.ndarray, sprite: np.ndarray, at: tuple[int, int]) -> float:
     """Share of a pocket (``own``, a crop mask) that lands on another frame's outside background at ``at``."""
     there = sprite[at[0] : at[0] + own.shape[0], at[1] : at[1] + own.shape[1]]
@@ -154,23 +182,23 @@ def outside(own: np.ndarray, sprite: np.ndarray, at: tuple[int, int]) -> float:
 
 def similar_pockets(
     i: int,
-    count: int,
+    ks: np.ndarray,
     others: list[int],
     frames_boxes: list[np.ndarray],
     areas: list[np.ndarray],
     centres: list,
     reach: float,
 ) -> np.ndarray:
-    """``[pockets of frame i (its first count labels), T]``: whether frame ``j`` (of ``others``) has a region
+    """``[len(ks), T]``: per pocket ``ks`` of frame i (label ids), whether frame ``j`` (of ``others``) has a region
     (a pocket or an island) of like size within ``reach`` px of where the sprite's motion takes the pocket.
 
     Like size: area, height and width each within the ratio SAME_POCKET (the same shape overlapping
     by that IoU cannot differ more); a cheap test that spares the template matching for most gaps
     and for the islands a noisy key leaves, which have no twin nearby.
     """
-    own = frames_boxes[i][:count]
+    own = frames_boxes[i][ks - 1]
     mid = own[:, :2] + own[:, 2:] / 2
-    size = np.concatenate([areas[i][1 : count + 1, None], own[:, 2:]], axis=1).astype(np.float32)  # area, h, w
+    size = np.concatenate([areas[i][ks, None], own[:, 2:]], axis=1).astype(np.float32)  # area, h, w
     out = np.zeros((len(own), len(frames_boxes)), bool)
     for j in others:
         other = frames_boxes[j]
@@ -235,10 +263,16 @@ def centroid(mask: np.ndarray) -> tuple[float, float] | None:
     """``(y, x)`` centroid of ``mask`` (None when empty): the sprite's motion to compensate.
 
     Not the bounding box's centre: on a noisy key a few background islands far from the sprite
-    stretch the box, and they weigh next to nothing in the centroid.
+    stretch the box, and they weigh next to nothing in the centroid.  Measured inside that box (OpenCV's moments
+    of the whole frame were a tenth of the pocket matching's time).
     """
-    m = cv2.moments(mask.view(np.uint8), binaryImage=True)
-    return (m["m01"] / m["m00"], m["m10"] / m["m00"]) if m["m00"] else None
+    box = sprite_box(mask)
+    if box is None:
+        return None
+    m = cv2.moments(mask[box].view(np.uint8), binaryImage=True)
+    # Sums of pixel coordinates, exact integers in float64: moved to the frame's, the frame's own moments.
+    y, x = m["m01"] + box[0].start * m["m00"], m["m10"] + box[1].start * m["m00"]
+    return y / m["m00"], x / m["m00"]
 
 
 def best_match(image: np.ndarray, template: np.ndarray, y: int, x: int, search: int) -> tuple[int, int] | None:
