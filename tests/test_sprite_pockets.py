@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from gameanim.nodes.sprite import pockets
+from gameanim.nodes.sprite import edges, matte, pockets
+from support import sprite_real as real
 
 KEY, BODY = 50.0, 20.0  # Lab lightness of the key and of the character's body
 
@@ -52,3 +53,25 @@ def test_a_region_the_outside_background_mostly_surrounds_is_no_drawn_part_howev
     drawn = pockets.drawn_pockets(lab, sprite, labels)
     for kept, label in zip(drawn, labels, strict=True):
         assert kept[label == 2].all()
+
+
+def test_the_regions_statistics_measure_the_pockets_as_their_pixels_do():
+    """The matte hands the pocket matching each region's box and area from the labelling itself; they must be what
+    counting the label image gives, on a real sprite's pockets and islands (Kenney's robot on grey under noise)."""
+    frames, _, _ = real.composite("robot", real.KEYS["mid_grey"], size=(320, 512), jitter=4, generated=True, seed=1)
+    lab = matte.frame_lab(frames[0])
+    grad = edges.lab_gradient(lab)
+    surface = matte.Surface(*frames.shape[1:3])
+    band = matte.border_mask(*frames.shape[1:3], 4)
+    coefs, tol, resid, weak = matte.fit_backgrounds(lab[None], surface, 4, 1.0)
+    level = edges.edge_level(grad[None], band)
+    *_, labels, _, regions = matte.find_pockets(
+        lab, grad, surface, coefs[0], tol, 24, level, weak, float(np.median(resid))
+    )
+    assert (labels > 0).any() and (labels < 0).any()  # pockets and islands both
+    numbered, count = pockets.numbered(labels)
+    areas, found = pockets.region_measures(regions, count, labels.size)
+    expected = pockets.label_areas(numbered)
+    assert np.array_equal(areas, expected)
+    assert np.array_equal(found, np.array(pockets.boxes(numbered, len(expected)), np.float32).reshape(-1, 4))
+    assert np.count_nonzero(labels) == int(regions[:, 5].sum())

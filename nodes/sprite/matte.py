@@ -339,8 +339,8 @@ def remove_background(
             )
         )
         sprite = list(pool.map(lambda f: ~f[2], found))  # not connected to the border background
-        drawn = drawn_pockets(lab, sprite, [f[3] for f in found], map_=pool.map)
-        for i, (_, _, bg, labels, _) in enumerate(found):
+        drawn = drawn_pockets(lab, sprite, [f[3] for f in found], map_=pool.map, regions=[f[5] for f in found])
+        for i, (_, _, bg, labels, _, _) in enumerate(found):
             bg |= (labels > 0) & ~drawn[i]  # pockets that are no drawn part: background seen through
         bgs = [f[2] for f in found]
         gained: list[np.ndarray | None] = [None] * t
@@ -381,7 +381,7 @@ def remove_background(
         speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
 
         def matte(i: int) -> None:
-            model, dist, _, _, seen = found[i]
+            model, dist, _, _, seen, _ = found[i]
             matte_frame(
                 frames[i],
                 dist,
@@ -519,9 +519,10 @@ def find_pockets(
     weak: Weak | None = None,
     key_noise: float | None = None,
     shaded: float | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(model, dist, border background, pocket labels, seen)`` of one frame: the first half of the matte,
-    before the clip decides which pockets are drawn parts.  ``seen``: near-key parts that an edge (a gradient
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(model, dist, border background, pocket labels, seen, pocket regions)`` of one frame (the regions as
+    :func:`pocket_labels` gives them): the first half of the matte, before the clip decides which pockets are drawn
+    parts.  ``seen``: near-key parts that an edge (a gradient
     ``grad`` of at least ``level`` ΔE/px) separates from the background (:func:`.edges.edge_cut`; under noise,
     ``key_noise``: the key's own median distance from its model, no nearer the key than ``KEY_GAP`` times that)."""
     model = surface.render(coef)
@@ -529,7 +530,8 @@ def find_pockets(
     bg = background_region(dist, tol)
     seen = edge_cut(bg, grad, level, min_hole, dist, key_noise)
     bg &= ~seen
-    return model, dist, bg, pocket_labels(dist, tol, bg, min_hole, lab, model, grad < level, weak, shaded), seen
+    labels, regions = pocket_labels(dist, tol, bg, min_hole, lab, model, grad < level, weak, shaded)
+    return model, dist, bg, labels, seen, regions
 
 
 def fill_holes(bg: np.ndarray, before: np.ndarray, min_hole: int) -> np.ndarray:
@@ -677,10 +679,12 @@ def pocket_labels(
     calm: np.ndarray | None = None,
     weak: Weak | None = None,
     shaded: float | None = None,
-) -> np.ndarray:
-    """Label image ``[H,W]`` (int32, 0 = none) of the key-coloured pockets the sprite encloses (``1..P``) and of
-    its other enclosed regions within ``3·tol`` (``-1..-S``: smaller than a pocket or offset from the key, they stay
-    opaque, and over the clip they show where a drawn part is still there, see :func:`.pockets.drawn_pockets`).
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(labels, regions)``: a label image ``[H,W]`` (int32, 0 = none) of the key-coloured pockets the sprite
+    encloses (``1..P``) and of its other enclosed regions within ``3·tol`` (``-1..-S``: smaller than a pocket or offset
+    from the key, they stay opaque, and over the clip they show where a drawn part is still there, see
+    :func:`.pockets.drawn_pockets`), and per region its label, box and area ``[R,6]`` (label, y, x, height, width,
+    area; OpenCV's component statistics, which :func:`.pockets.drawn_pockets` would otherwise count again).
 
     A pocket is a region, not connected to the border background ``bg``, of at least ``min_hole`` px
     within ``3·tol`` (compression rings harder in a small pocket) whose *mean* colour offset from the
@@ -699,7 +703,7 @@ def pocket_labels(
     out = np.zeros(dist.shape, np.int32)
     box = sprite_box(~bg)
     if min_hole <= 0 or box is None:
-        return out
+        return out, np.zeros((0, 6), np.int64)
     loose = (dist[box] <= 3.0 * tol) & ~bg[box]
     n, labels, stats, _ = cv2.connectedComponentsWithStats(loose.astype(np.uint8), connectivity=4)
     area = np.maximum(stats[:, cv2.CC_STAT_AREA], 1)
@@ -729,7 +733,9 @@ def pocket_labels(
     other[0] = False
     ids = np.where(pocket, np.cumsum(pocket), -np.cumsum(other) * other).astype(np.int32)
     out[box] = ids[labels]
-    return out
+    top, left = stats[1:, cv2.CC_STAT_TOP] + box[0].start, stats[1:, cv2.CC_STAT_LEFT] + box[1].start
+    size = stats[1:, [cv2.CC_STAT_HEIGHT, cv2.CC_STAT_WIDTH, cv2.CC_STAT_AREA]]
+    return out, np.column_stack([ids[1:], top, left, size]).astype(np.int64)
 
 
 def grey_key(model: np.ndarray) -> bool:

@@ -56,6 +56,7 @@ def drawn_pockets(
     search: int = 12,
     reach: int = 8,
     map_: Callable = map,
+    regions: list[np.ndarray] | None = None,
 ) -> list[np.ndarray]:
     """Per frame, the pixels of the enclosed pockets that are drawn parts of the character (bool ``[H,W]``).
 
@@ -73,7 +74,8 @@ def drawn_pockets(
     changes shape or closes in half of them or more, stays background, and so does a pocket the outside background
     surrounds on ``OPEN`` of its ring or more (no part enclosed by the character; not followed).  A pocket's
     matching stops once too few frames are left for it to reach the quorum (nine in ten matches find no pocket),
-    which cannot change a decision.  Frames are looked at through ``map_`` (a thread pool's map).
+    which cannot change a decision.  Frames are looked at through ``map_`` (a thread pool's map).  ``regions``: per
+    frame the labels' boxes and areas as :func:`.matte.pocket_labels` gives them (counted from the labels when None).
     """
     t = len(lab)
     if t < MIN_FRAMES:
@@ -82,8 +84,11 @@ def drawn_pockets(
 
     def measure(i: int) -> tuple[tuple[float, float] | None, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
         labels, count = numbered(pockets[i])
-        areas = label_areas(labels)
-        found = np.array(boxes(labels, len(areas)), np.float32).reshape(-1, 4)
+        if regions is None:
+            areas = label_areas(labels)
+            found = np.array(boxes(labels, len(areas)), np.float32).reshape(-1, 4)
+        else:
+            areas, found = region_measures(regions[i], count, labels.size)
         return centroid(sprite[i]), areas, found, labels, count, open_pockets(labels, found, count, sprite[i])
 
     centres, areas, frames_boxes, labels, counts, open_ = (list(v) for v in zip(*map_(measure, range(t)), strict=True))
@@ -212,6 +217,20 @@ def similar_pockets(
         alike = ((ratio >= SAME_POCKET) & (ratio <= 1 / SAME_POCKET)).all(axis=-1)
         out[:, j] = (near & alike).any(axis=1)
     return out
+
+
+def region_measures(regions: np.ndarray, count: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(areas, boxes)`` as :func:`label_areas` and :func:`boxes` count them on the :func:`numbered` labels of a frame
+    of ``size`` px with ``count`` pockets, from its regions' statistics ``[R,6]`` (signed label, y, x, height, width,
+    area; every label ``1..P`` and ``-1..-S`` is one region): without a pass over the pixels."""
+    ids = regions[:, 0]
+    number = np.where(ids > 0, ids, count - ids)
+    areas = np.zeros(len(regions) + 1, np.int64)
+    areas[number] = regions[:, 5]
+    areas[0] = size - int(regions[:, 5].sum())
+    found = np.zeros((len(regions), 4), np.float32)
+    found[number - 1] = regions[:, 1:5]
+    return areas, found
 
 
 def label_areas(labels: np.ndarray) -> np.ndarray:
