@@ -92,6 +92,7 @@ def drawn_pockets(
         return centroid(sprite[i]), areas, found, labels, count, open_pockets(labels, found, count, sprite[i])
 
     centres, areas, frames_boxes, labels, counts, open_ = (list(v) for v in zip(*map_(measure, range(t)), strict=True))
+    mids, sizes = (list(v) for v in zip(*map(region_shapes, frames_boxes, areas), strict=True))
 
     def frame(i: int) -> np.ndarray:
         kept = np.zeros((h, w), bool)
@@ -104,7 +105,7 @@ def drawn_pockets(
         # Absent, open to the outside, or without a region of like size nearby in enough frames (most gaps): not
         # worth matching.
         ks = np.flatnonzero((areas[i][1 : counts[i] + 1] > 0) & ~open_[i][1:]) + 1
-        similar = similar_pockets(i, ks, others, frames_boxes, areas, centres, search + margin // 2)
+        similar = similar_pockets(i, ks, others, mids, sizes, centres, search + margin // 2)
         for k, alike in zip(ks, similar, strict=True):
             if alike.sum() < need:
                 continue
@@ -189,34 +190,43 @@ def similar_pockets(
     i: int,
     ks: np.ndarray,
     others: list[int],
-    frames_boxes: list[np.ndarray],
-    areas: list[np.ndarray],
+    mids: list[np.ndarray],
+    sizes: list[np.ndarray],
     centres: list,
     reach: float,
 ) -> np.ndarray:
     """``[len(ks), T]``: per pocket ``ks`` of frame i (label ids), whether frame ``j`` (of ``others``) has a region
     (a pocket or an island) of like size within ``reach`` px of where the sprite's motion takes the pocket.
+    ``mids`` and ``sizes`` hold per frame its regions' box centres ``[R,2]`` and sizes ``[R,3]`` (area, height,
+    width; see :func:`region_shapes`).
 
     Like size: area, height and width each within the ratio SAME_POCKET (the same shape overlapping
     by that IoU cannot differ more); a cheap test that spares the template matching for most gaps
-    and for the islands a noisy key leaves, which have no twin nearby.
+    and for the islands a noisy key leaves, which have no twin nearby.  All the other frames' regions are
+    compared in one pass (a pass per frame was a dozen short numpy calls each).
     """
-    own = frames_boxes[i][ks - 1]
-    mid = own[:, :2] + own[:, 2:] / 2
-    size = np.concatenate([areas[i][ks, None], own[:, 2:]], axis=1).astype(np.float32)  # area, h, w
-    out = np.zeros((len(own), len(frames_boxes)), bool)
-    for j in others:
-        other = frames_boxes[j]
-        if not len(other) or not len(own):
-            continue
-        moved = mid + np.subtract(centres[j], centres[i])
-        there = other[:, :2] + other[:, 2:] / 2
-        near = (np.abs(moved[:, None] - there[None]) <= reach).all(axis=-1)
-        other_size = np.concatenate([areas[j][1:, None], other[:, 2:]], axis=1).astype(np.float32)
-        ratio = other_size[None] / np.maximum(size[:, None], 1)
-        alike = ((ratio >= SAME_POCKET) & (ratio <= 1 / SAME_POCKET)).all(axis=-1)
-        out[:, j] = (near & alike).any(axis=1)
+    out = np.zeros((len(ks), len(mids)), bool)
+    rows = [j for j in others if len(mids[j])]
+    if not len(ks) or not rows:
+        return out
+    mid, size = mids[i][ks - 1], sizes[i][ks - 1]
+    shift = np.concatenate([np.broadcast_to(np.subtract(centres[j], centres[i]), mids[j].shape) for j in rows])
+    moved = mid[:, None] + shift[None]  # [K,R,2]: each pocket moved as the sprite moved to that region's frame
+    there = np.concatenate([mids[j] for j in rows])
+    near = (np.abs(moved - there[None]) <= reach).all(axis=-1)
+    ratio = np.concatenate([sizes[j] for j in rows])[None] / np.maximum(size[:, None], 1)
+    alike = ((ratio >= SAME_POCKET) & (ratio <= 1 / SAME_POCKET)).all(axis=-1)
+    starts = np.cumsum([0] + [len(mids[j]) for j in rows[:-1]])
+    out[:, rows] = np.logical_or.reduceat(near & alike, starts, axis=1)
     return out
+
+
+def region_shapes(found: np.ndarray, areas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(centres [R,2], sizes [R,3])`` of a frame's regions from their boxes ``found`` (y, x, height, width) and
+    ``areas`` (per label, 0 first): what :func:`similar_pockets` compares."""
+    mids = found[:, :2] + found[:, 2:] / 2
+    sizes = np.concatenate([areas[1:, None], found[:, 2:]], axis=1).astype(np.float32)
+    return mids, sizes
 
 
 def region_measures(regions: np.ndarray, count: int, size: int) -> tuple[np.ndarray, np.ndarray]:
