@@ -490,9 +490,8 @@ def fit_backgrounds(
     Each pass runs frame by frame through ``map_`` (a thread pool's map).
     """
     by, bx, edge = surface.border(border)
-    at = (
-        by * lab.shape[2] + bx
-    )  # the band's pixels by flat index: indexing with two index arrays is several times slower
+    # The band's pixels by flat index: indexing a frame with two index arrays is several times slower.
+    at = by * lab.shape[2] + bx
 
     def first(frame: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         px = frame.reshape(-1, 3).take(at, axis=0)
