@@ -88,7 +88,7 @@ def drawn_pockets(
             areas = label_areas(labels)
             found = np.array(boxes(labels, len(areas)), np.float32).reshape(-1, 4)
         else:
-            areas, found = region_measures(regions[i], count, labels.size)
+            areas, found = region_measures(regions[i], labels.size)
         return centroid(sprite[i]), areas, found, labels, count, open_pockets(labels, found, count, sprite[i])
 
     centres, areas, frames_boxes, labels, counts, open_ = (list(v) for v in zip(*map_(measure, range(t)), strict=True))
@@ -229,12 +229,11 @@ def region_shapes(found: np.ndarray, areas: np.ndarray) -> tuple[np.ndarray, np.
     return mids, sizes
 
 
-def region_measures(regions: np.ndarray, count: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+def region_measures(regions: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """``(areas, boxes)`` as :func:`label_areas` and :func:`boxes` count them on the :func:`numbered` labels of a frame
-    of ``size`` px with ``count`` pockets, from its regions' statistics ``[R,6]`` (signed label, y, x, height, width,
-    area; every label ``1..P`` and ``-1..-S`` is one region): without a pass over the pixels."""
-    ids = regions[:, 0]
-    number = np.where(ids > 0, ids, count - ids)
+    of ``size`` px, from its regions' statistics ``[R,6]`` (signed label, y, x, height, width, area; every label
+    ``1..P`` and ``-1..-S`` is one region, so the labels renumber as the frame's do): without a pass over the pixels."""
+    number, _ = numbered(regions[:, 0])
     areas = np.zeros(len(regions) + 1, np.int64)
     areas[number] = regions[:, 5]
     areas[0] = size - int(regions[:, 5].sum())
