@@ -38,6 +38,22 @@ def test_key_kinds_are_recognised():
     assert decide.key_kind(published, band) == "compressed"
 
 
+@pytest.mark.parametrize("key", [(128, 128, 128), (204, 204, 204), (255, 255, 255), (0, 0, 0)], ids=str)
+def test_block_codec_is_recognised_in_the_keys_noise(key):
+    """A video model's noise on the key (a render's generated look) is coded in blocks after JPEG or H.264 and not as
+    drawn or GIF-dithered; on black the noise clips at zero and the codec encodes the key flat: nothing to tell."""
+    from support.rig_renders import rendered_clip
+
+    frames, _ = rendered_clip("mrfixit", key, 0.35 if key == (0, 0, 0) else 1.0, generated=True)
+    as_float = {form: publish_as(frames, form).astype(np.float32) / 255 for form in ("png", "gif", "jpeg", "h264")}
+    assert not decide.block_coded(as_float["png"], 4) and not decide.block_coded(as_float["gif"], 4)
+    coded = key != (0, 0, 0)
+    assert decide.block_coded(as_float["jpeg"], 4) == coded and decide.block_coded(as_float["h264"], 4) == coded
+    # Scaled after decoding, the blocks leave the 4-px grid.
+    shifted = np.ascontiguousarray(as_float["h264"][:, 2:, 2:])
+    assert not decide.block_coded(shifted, 4)
+
+
 def test_soft_edge_width_follows_the_upscale():
     widths = {}
     for scale in (1, 3):

@@ -385,6 +385,38 @@ def key_kind(frames: np.ndarray, band: np.ndarray, map_: Callable = map) -> Lite
     return "compressed" if total and faint > 0.5 * total else "exact"
 
 
+# A noisy key whose noise a codec coded in blocks (JPEG's 8 px, H.264's 4 px transforms): the mean step between
+# neighbouring border pixels across the 4-px grid lines is at least this many times the step within the blocks
+# (measured: 1.6-3.0 after JPEG or H.264 on the renders' and sprites' keys, 1.00-1.01 for a video model's noise
+# as drawn or GIF-dithered) ...
+BLOCK_STEP = 1.3
+# ... and the steps within the blocks are at least this (RGB, 0..1) on average: the codec kept noise to measure.
+# A video model's black key clips its noise at zero and the codec encodes it flat (mean step 0.001-0.04 levels of
+# 255 after H.264 or JPEG, against 0.12-0.23 on grey, light grey and white).
+BLOCK_NOISE = 0.075 / 255
+
+
+def block_coded(frames: np.ndarray, border: int) -> bool:
+    """Whether the key's noise in the ``border``-px band of ``frames`` [T,H,W,3] went through a block codec.
+
+    A video model's noise that survives JPEG or H.264 is flat within the codec's blocks and steps at their
+    edges, all on a grid every 4 px from the frame's corner; drawn or dithered noise steps alike everywhere.
+    The codec's ringing around the character is then no longer in the border's noise, which is what
+    the tolerance is measured on (see ``COMPRESSED_TOL``).  A clip scaled after decoding moves the
+    grid off the 4-px lines and reads as not coded."""
+    b = max(1, min(border, frames.shape[1] // 2, frames.shape[2] // 2))
+    rows = np.concatenate([frames[:, :b], frames[:, -b:]], axis=1).mean(axis=-1)  # [T,2b,W]
+    cols = np.concatenate([frames[:, :, :b], frames[:, :, -b:]], axis=2).mean(axis=-1).transpose(0, 2, 1)  # [T,2b,H]
+    on, within = [], []
+    for band in (rows, cols):  # the step between pixels x-1 and x lies on the grid when x is a multiple of 4
+        steps = np.abs(np.diff(band, axis=2))
+        grid = np.arange(1, band.shape[2]) % 4 == 0
+        on.append(steps[..., grid].ravel())
+        within.append(steps[..., ~grid].ravel())
+    on, within = float(np.concatenate(on).mean()), float(np.concatenate(within).mean())
+    return bool(within >= BLOCK_NOISE and on >= BLOCK_STEP * within)
+
+
 def soft_edge_width(dists: list[np.ndarray], bgs: list[np.ndarray], map_: Callable = map) -> int:
     """How many px wide the character's soft edge is (1 for a render's anti-aliasing, 3-4 for a 2-3x upscale):
     the number of rings of the rim, counted inward from the background ``bgs``, whose key distance ``dists``

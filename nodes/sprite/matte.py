@@ -52,7 +52,15 @@ from ...core.errors import InputError
 from ...core.frames import check_alpha
 from ...core.progress import ProgressFn, no_progress
 from .colour import distance
-from .decide import COMPRESSED_TOL, EXACT_TOL, colour_cut_frames, decide_frames, key_kind, soft_edge_width
+from .decide import (
+    COMPRESSED_TOL,
+    EXACT_TOL,
+    block_coded,
+    colour_cut_frames,
+    decide_frames,
+    key_kind,
+    soft_edge_width,
+)
 from .edges import close_steps, edge_cut, edge_level, lab_gradient
 from .pockets import drawn_pockets
 from .regions import border_connected, sprite_box
@@ -122,6 +130,12 @@ POCKET_NOISE = 2.0
 # the key seen through a gap (a grey render on grey saved as JPEG: 26.8 / 28.3 -> 2.3 / 2.6 % gross error;
 # docs/sprite.md, "A clean key through a lossy codec").
 SHADED = 0.75
+# On a noisy grey key whose noise a codec coded in blocks (see .decide.block_coded) a gap's inside varies too: the
+# codec's ringing in a narrow gap grows with the noise it kept.  There the shading must vary by more than SHADED
+# combined with this many times the key's noise (median border residual, ΔE): Kenney's walks with the generated look
+# after JPEG kept the gaps between arm and body at SHADED alone (inside spread up to 1.1 ΔE on a key noise of 0.19);
+# at 9 the flat-grey figures' shading went again (BCN_Epileptic through JPEG on grey 6.1 / 9.2 -> 9.8 / 26.4 %).
+SHADED_NOISE = 6.0
 
 
 class NotSolidError(InputError):
@@ -331,12 +345,17 @@ def remove_background(
         if exact:
             tol, weak = EXACT_TOL, None
             background = replace(background, tolerance=tol)
-        elif kind == "compressed" and tol < COMPRESSED_TOL:  # the codec's ringing is beside the sprite only
+        # A noisy grey key with no chroma noise left (JPEG and H.264 drop it) whose noise steps on the codec's block
+        # grid is a key after a codec too: its ringing beside the character is not in the border's noise.
+        codec = kind == "compressed" or (kind == "noisy" and weak is None and coded_grey(background, frames, border))
+        if codec and tol < COMPRESSED_TOL:  # the codec's ringing is beside the sprite only
             tol = COMPRESSED_TOL
             background = replace(background, tolerance=tol)
         level = edge_level(grads, band)
         key_noise = None if exact else float(np.median(resid))  # the key's own distance from its model
-        shaded = SHADED if kind == "compressed" else None
+        shaded = None
+        if codec:  # a gap's inside varies with the noise the codec kept (see SHADED_NOISE)
+            shaded = SHADED if kind == "compressed" else float(np.hypot(SHADED, SHADED_NOISE * key_noise))
         found = list(
             pool.map(
                 lambda i: find_pockets(
@@ -761,6 +780,13 @@ def grey_key(model: np.ndarray) -> bool:
     if abs(chroma - GREY_CHROMA) > bound:
         return chroma < GREY_CHROMA
     return float(np.linalg.norm(model[..., 1:].mean(axis=(0, 1)))) < GREY_CHROMA
+
+
+def coded_grey(background: Background, frames: np.ndarray, border: int) -> bool:
+    """Whether a clip's key is a grey (see :func:`grey_key`) whose noise a block codec coded (see
+    :func:`.decide.block_coded`; ``border``: the band's width in px)."""
+    key = cv2.cvtColor(background.rgb.reshape(1, 1, 3), cv2.COLOR_RGB2Lab)
+    return grey_key(key) and block_coded(frames, border)
 
 
 def remove_specks(

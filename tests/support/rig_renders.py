@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from .rig_assets import FACING, require_character
-from .sprite_sources import gif_dithered
+from .sprite_sources import gif_dithered, publish_as
 
 ENV_VAR = "GAMEANIM_BLENDER"
 ACTIONS = {"Testwuson": "Wuson_Run", "BCN_Epileptic": "Epileptisch", "mrfixit": "idle"}
@@ -87,10 +87,11 @@ def _on_key(colour: np.ndarray, alpha: np.ndarray, key: tuple[int, int, int], gi
 
 
 def pale_vest_clip(
-    lift: tuple[float, float] = (5.0, 20.0), rows: tuple[float, float] = (0.31, 0.53)
+    lift: tuple[float, float] = (5.0, 20.0), rows: tuple[float, float] = (0.31, 0.53), form: str = "gif"
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(frames uint8 [T,H,W,3], true alpha float32 [T,H,W])``: a fighter in a pale grey vest on a mid-grey key,
-    as a video model draws one and a GIF publishes it (generated look, then dithered).
+    as a video model draws one and a file of ``form`` publishes it (generated look, then GIF-dithered by default;
+    see :func:`.sprite_sources.publish_as`).
 
     Mr. Fixit's dark, unsaturated armour between ``rows`` (shares of the frame's height: chest to hips) is
     repainted a grey ``lift`` levels above the key's 128, lighter where the armour was lighter (its texture's
@@ -107,4 +108,4 @@ def pale_vest_clip(
     armour &= band[None, :, None]
     grey = 128.0 + lift[0] + (lift[1] - lift[0]) * np.clip(lightness / 70.0, 0, 1)
     colour = np.where(armour[..., None], grey[..., None], colour)
-    return _on_key(colour, alpha, (128, 128, 128), gif=True, generated=True), alpha
+    return publish_as(_on_key(colour, alpha, (128, 128, 128), gif=False, generated=True), form), alpha
