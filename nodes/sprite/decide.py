@@ -413,7 +413,10 @@ def block_coded(frames: np.ndarray, border: int) -> bool:
         grid = np.arange(1, band.shape[2]) % 4 == 0
         on.append(steps[..., grid].ravel())
         within.append(steps[..., ~grid].ravel())
-    on, within = float(np.concatenate(on).mean()), float(np.concatenate(within).mean())
+    on, within = np.concatenate(on), np.concatenate(within)
+    if not on.size or not within.size:  # a frame too small to hold a block
+        return False
+    on, within = float(on.mean()), float(within.mean())
     return bool(within >= BLOCK_NOISE and on >= BLOCK_STEP * within)
 
 
