@@ -387,12 +387,12 @@ def key_kind(frames: np.ndarray, band: np.ndarray, map_: Callable = map) -> Lite
 
 # A noisy key whose noise a codec coded in blocks (JPEG's 8 px, H.264's 4 px transforms): the mean step between
 # neighbouring border pixels across the 4-px grid lines is at least this many times the step within the blocks
-# (measured: 1.6-3.0 after JPEG or H.264 on the renders' and sprites' keys, 1.00-1.01 for a video model's noise
-# as drawn or GIF-dithered) ...
+# (measured: 1.6-3 after JPEG quality 75-90 or H.264 CRF 23, up to 20 at CRF 28 where the blocks are flat inside;
+# 1.00-1.01 for a video model's noise as drawn or GIF-dithered) ...
 BLOCK_STEP = 1.3
-# ... and the steps within the blocks are at least this (RGB, 0..1) on average: the codec kept noise to measure.
-# A video model's black key clips its noise at zero and the codec encodes it flat (mean step 0.001-0.04 levels of
-# 255 after H.264 or JPEG, against 0.12-0.23 on grey, light grey and white).
+# ... and at least this (RGB, 0..1): steps to measure (0.12-0.85 levels of 255 on grey, light grey and white keys
+# after the codecs above; 0.001-0.009 for a video model's black key after H.264, its noise clipped at zero and coded
+# flat).
 BLOCK_NOISE = 0.075 / 255
 
 
@@ -417,7 +417,7 @@ def block_coded(frames: np.ndarray, border: int) -> bool:
     if not on.size or not within.size:  # a frame too small to hold a block
         return False
     on, within = float(on.mean()), float(within.mean())
-    return bool(within >= BLOCK_NOISE and on >= BLOCK_STEP * within)
+    return bool(on >= BLOCK_NOISE and on >= BLOCK_STEP * within)
 
 
 def soft_edge_width(dists: list[np.ndarray], bgs: list[np.ndarray], map_: Callable = map) -> int:
