@@ -39,7 +39,7 @@ import numpy as np
 
 from .colour import channel_max, distance
 from .edges import lab_gradient
-from .regions import around, border_connected, region_means
+from .regions import around, band_width, border_connected, region_means
 
 # The further average over the 3x3-averaged Lab (px): dithering's error diffusion averages out within it.
 HEAVY = 5
@@ -404,7 +404,7 @@ def block_coded(frames: np.ndarray, border: int) -> bool:
     The codec's ringing around the character is then no longer in the border's noise, which is what
     the tolerance is measured on (see ``COMPRESSED_TOL``).  A clip scaled after decoding moves the
     grid off the 4-px lines and reads as not coded."""
-    b = max(1, min(border, frames.shape[1] // 2, frames.shape[2] // 2))
+    b = band_width(frames.shape[1], frames.shape[2], border)
     rows = np.concatenate([frames[:, :b], frames[:, -b:]], axis=1).mean(axis=-1)  # [T,2b,W]
     cols = np.concatenate([frames[:, :, :b], frames[:, :, -b:]], axis=2).mean(axis=-1).transpose(0, 2, 1)  # [T,2b,H]
     on, within = [], []

@@ -63,7 +63,7 @@ from .decide import (
 )
 from .edges import close_steps, edge_cut, edge_level, lab_gradient
 from .pockets import drawn_pockets
-from .regions import border_connected, sprite_box
+from .regions import band_width, border_connected, sprite_box
 
 # Largest colour change (ΔE across the frame) of a background we still call "solid": a gentle
 # gradient or vignette, not a scene or a sky.
@@ -201,7 +201,7 @@ def from_lab(lab: np.ndarray) -> np.ndarray:
 
 def border_mask(h: int, w: int, border: int) -> np.ndarray:
     """A boolean ``[h,w]`` mask of the ``border``-wide band around a frame."""
-    b = max(1, min(border, h // 2, w // 2))
+    b = band_width(h, w, border)
     band = np.zeros((h, w), bool)
     band[:b], band[-b:], band[:, :b], band[:, -b:] = True, True, True, True
     return band

@@ -17,6 +17,11 @@ def sprite_box(mask: np.ndarray) -> tuple[slice, slice] | None:
     return (slice(y, y + h), slice(x, x + w)) if w and h else None
 
 
+def band_width(h: int, w: int, border: int) -> int:
+    """How many px wide the ``border``-px band around an ``h x w`` frame is: at least 1, at most half the frame."""
+    return max(1, min(border, h // 2, w // 2))
+
+
 def around(mask: np.ndarray, margin: int = 1) -> tuple[slice, slice] | None:
     """The bounding box of ``mask`` grown by ``margin`` pixels on each side, within the frame (None when empty)."""
     box = sprite_box(mask)
