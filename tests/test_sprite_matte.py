@@ -57,17 +57,44 @@ def test_specks_in_background_are_removed():
     assert alpha[0, 5, 5] == 0.0
 
 
-@pytest.mark.parametrize("kind", ["strong_gradient", "texture"])
-def test_non_solid_background_is_a_clear_error(kind):
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [
+        ("strong_gradient", r"it changes by ΔE \d+ across the frame \(allowed 30\)"),
+        ("texture", r"its noise needs a tolerance of ΔE [\d.]+ \(allowed: high = 16\)"),
+    ],
+)
+def test_non_solid_background_is_a_clear_error(kind, reason):
     h, w = 96, 128
     if kind == "strong_gradient":
         scene = np.stack([*np.meshgrid(np.linspace(0, 1, w), np.linspace(0, 1, h)), np.full((h, w), 0.5)], -1)
     else:  # a scene-like texture: no smooth surface fits its border
         scene = np.random.default_rng(0).uniform(0, 1, (h, w, 3))
     frames = np.repeat(scene[None].astype(np.float32), 2, axis=0)
-    with pytest.raises(InputError, match=r"not a solid colour: \d+% of the border") as err:
+    with pytest.raises(InputError, match="not a solid colour: .*" + reason) as err:
         matte.remove_background(frames)
     assert "MASK" in str(err.value)  # says what to do
+    assert "% of the border" not in str(err.value)  # a test that passed is not named
+
+
+def test_frames_smaller_than_the_border_band_say_so():
+    """Frames the border band covers entirely: the error names the size and the band, not a key's noise."""
+    frames = np.full((3, 8, 8, 3), 0.5, np.float32)
+    frames[:, 2:6, 3:5] = (0.9, 0.2, 0.1)
+    with pytest.raises(matte.NotSolidError, match=r"8x8 px: a border band of 4 px covers all of them") as err:
+        matte.remove_background(frames)
+    assert "Lower 'border'" in str(err.value)
+    # A 1-px band leaves the character inside (no speck removal: it is smaller than a speck).
+    _, alpha, _ = matte.remove_background(frames, border=1, cleanup=0)
+    assert alpha[:, 2:6, 3:5].min() > 0.5 and alpha[:, 0].max() == 0.0
+    # A key alone fills such frames without an error: nothing to matte.
+    _, alpha, _ = matte.remove_background(np.full((2, 8, 8, 3), 0.5, np.float32))
+    assert alpha.max() == 0.0
+
+
+def test_frames_narrower_than_two_pixels_are_refused():
+    with pytest.raises(InputError, match=r"The frames are 1x50 px; sprites need at least 2x2 px"):
+        matte.remove_background(np.full((2, 50, 1, 3), 0.5, np.float32))
 
 
 def test_nan_frames_are_refused():
