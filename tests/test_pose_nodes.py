@@ -81,3 +81,21 @@ def test_demo_script_writes_frames_and_keypoints(pack_root, tmp_path):
 
     image = cv2.imread(str(frames[0]))
     assert image.shape == (256, 256, 3) and np.count_nonzero(image) > 100
+
+
+def test_saved_keypoints_are_valid_json_or_a_clear_error(base_dir):
+    """numpy values (some packs' keypoints hold them) are saved as plain numbers; NaN, which JSON cannot hold, and
+    objects that are no keypoints are refused before a file is written."""
+    frame = {
+        "people": [{"pose_keypoints_2d": np.array([0.5, 0.25, 1.0] * 18, np.float32)}],
+        "canvas_width": np.int64(64),
+    }
+    nodes.SavePoseKeypoints().save([frame], "pose/numpy")
+    saved = json.loads((base_dir / "output" / "pose" / "numpy_00001.json").read_text())
+    assert saved[0]["canvas_width"] == 64 and saved[0]["people"][0]["pose_keypoints_2d"][:3] == [0.5, 0.25, 1.0]
+    broken = [{"people": [{"pose_keypoints_2d": [float("nan")] * 54}], "canvas_width": 64, "canvas_height": 64}]
+    with pytest.raises(InputError, match="NaN or infinite coordinates"):
+        nodes.SavePoseKeypoints().save(broken, "pose/broken")
+    with pytest.raises(InputError, match="holds a value of type object, which is no keypoint data"):
+        nodes.SavePoseKeypoints().save([{"people": [object()]}], "pose/broken")
+    assert not list((base_dir / "output" / "pose").glob("broken*"))

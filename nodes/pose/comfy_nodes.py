@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from .camera import ORBIT, PROJECTIONS, VIEWS
 from .conditions import SAMPLE_DIR, CameraSettings, render_pose
 from .directions import DIRECTION_CHOICES, action_names, direction_set, parse_directions
 from .joint_tracks import load_motion
+from .keypoints import keypoints_json
 from .skeleton import BUILTIN_MAPPINGS, Pose3D, load_mapping, pose3d_from_motion
 from .wan_fit import LENGTH_RULES, WAN_FPS, WAN_MAX_FRAMES, fit_camera, reference_on_canvas, resample_pose
 
@@ -462,8 +462,8 @@ class SavePoseKeypoints:
     def save(self, pose_keypoint: list, filename_prefix: str) -> dict[str, Any]:
         from ...core.atomic import write_text_atomic
 
+        text = keypoints_json(pose_keypoint)
         path = host.output_path(next_free_name(filename_prefix) + ".json")
-        text = json.dumps(pose_keypoint)
         write_text_atomic(path, text, overwrite=False)
         return {"ui": {"openpose_json": [text], **output_files([path]), "text": [path.name]}, "result": ()}
 

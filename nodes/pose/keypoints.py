@@ -8,6 +8,7 @@ One dict per frame: ``{"people": [{"pose_keypoints_2d": [x, y, c] * 18, "face_ke
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -67,3 +68,28 @@ def joints_from_pose(pose: Any, width: int, height: int) -> tuple[np.ndarray, np
     for i, (p, v) in enumerate(zip(points, visible, strict=True)):
         pts[i, : len(p)], vis[i, : len(v)] = p, v
     return pts, vis
+
+
+def keypoints_json(pose_keypoint: Any) -> str:
+    """``pose_keypoint`` as JSON text; numpy arrays and numbers (some packs' keypoints hold them) as plain lists and
+    numbers.  NaN and infinities are refused (InputError): JSON has no such values, and OpenPose readers refuse the
+    file that holds them."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, np.ndarray | np.generic):
+            return value.tolist()
+        raise InputError(
+            f"pose_keypoint holds a value of type {type(value).__name__}, which is no keypoint data: connect the "
+            "POSE_KEYPOINT output of an OpenPose or GameAnim pose node."
+        )
+
+    try:
+        return json.dumps(pose_keypoint, allow_nan=False, default=plain)
+    except InputError:  # an InputError is a ValueError too
+        raise
+    except ValueError:
+        raise InputError(
+            "pose_keypoint holds NaN or infinite coordinates, which a JSON file cannot store: the node before this "
+            "one produced broken keypoints. Fix that node, or mark a missing keypoint as OpenPose does (x = y = 0, "
+            "confidence 0)."
+        ) from None
