@@ -13,6 +13,9 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from .errors import UnsafePathError
 
 _BAD_CHARS = re.compile(r'[\x00-\x1f<>:"|?*]')
+# Longest folder or file name accepted (UTF-8 bytes): file systems stop at 255, and the savers append numbers and
+# extensions ("_00001.png", ".game.json") to a prefix.
+MAX_PART_BYTES = 200
 SAMPLE_DATA = Path(__file__).resolve().parents[1] / "sample_data"
 """Small data shipped with the pack for the example workflows (frames, a training dataset)."""
 
@@ -20,8 +23,8 @@ SAMPLE_DATA = Path(__file__).resolve().parents[1] / "sample_data"
 def sanitize_relative(name: str) -> str:
     """Return ``name`` as a clean relative POSIX path, or raise :class:`UnsafePathError`.
 
-    Rejects absolute paths (POSIX or Windows), drive letters, ``..`` components, empty names and
-    control or reserved characters.  Backslashes are treated as separators so a Windows-style
+    Rejects absolute paths (POSIX or Windows), drive letters, ``..`` components, empty names,
+    control or reserved characters and names longer than ``MAX_PART_BYTES``.  Backslashes are treated as separators so a Windows-style
     ``..\\x`` cannot slip through on POSIX.
     """
     if not isinstance(name, str) or not name.strip():
@@ -37,6 +40,11 @@ def sanitize_relative(name: str) -> str:
             raise UnsafePathError(f"'..' is not allowed in {name!r}: names must stay inside their folder.")
         if _BAD_CHARS.search(part):
             raise UnsafePathError(f"{name!r} contains a character that is not allowed in file names.")
+        if len(part.encode("utf-8")) > MAX_PART_BYTES:
+            raise UnsafePathError(
+                f"{part[:40]!r}… is {len(part.encode('utf-8'))} bytes long; keep each folder and file name within "
+                f"{MAX_PART_BYTES} bytes (file systems allow 255, and a number and an extension are added)."
+            )
     return "/".join(parts)
 
 

@@ -31,6 +31,14 @@ def test_unsafe_names_are_rejected(bad, tmp_path):
         confined(tmp_path, bad)
 
 
+def test_names_too_long_for_a_file_system_are_rejected_with_the_limit(tmp_path):
+    with pytest.raises(UnsafePathError, match=r"is 201 bytes long; keep each folder and file name within 200 bytes"):
+        confined(tmp_path, "sprites/" + "a" * 201)
+    with pytest.raises(UnsafePathError, match="is 202 bytes long"):  # counted in UTF-8, as file systems count
+        confined(tmp_path, "é" * 101)
+    assert confined(tmp_path, "sprites/" + "a" * 200).name == "a" * 200
+
+
 def test_safe_names_stay_inside(tmp_path):
     assert sanitize_relative("sprites\\knight/./run") == "sprites/knight/run"
     assert confined(tmp_path, "a/b.png") == (tmp_path / "a" / "b.png").resolve()
