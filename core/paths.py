@@ -24,8 +24,8 @@ def sanitize_relative(name: str) -> str:
     """Return ``name`` as a clean relative POSIX path, or raise :class:`UnsafePathError`.
 
     Rejects absolute paths (POSIX or Windows), drive letters, ``..`` components, empty names,
-    control or reserved characters and names longer than ``MAX_PART_BYTES``.  Backslashes are treated as separators so a Windows-style
-    ``..\\x`` cannot slip through on POSIX.
+    control or reserved characters and names longer than ``MAX_PART_BYTES``.  Backslashes are
+    treated as separators so a Windows-style ``..\\x`` cannot slip through on POSIX.
     """
     if not isinstance(name, str) or not name.strip():
         raise UnsafePathError("A file name is required (got an empty name).")
