@@ -52,9 +52,27 @@ class ClientError(Exception):
 # ----------------------------------------------------------------------------- HTTP
 
 
+def server_url(text: str) -> str:
+    """The ComfyUI address ``text`` as an ``http(s)://host:port`` base URL: an address typed without its scheme
+    (``127.0.0.1:8188``) is taken as http; another scheme, no host or a port that is no port is a ClientError."""
+    url = text.strip().rstrip("/")
+    if "://" not in url:
+        url = "http://" + url
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port_ok = parts.port is None or 0 < parts.port < 65536
+    except ValueError:  # a port that is no number
+        port_ok = False
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        raise ClientError(
+            f"--server must be ComfyUI's http:// or https:// address (e.g. http://127.0.0.1:8188); got {text!r}"
+        )
+    return url
+
+
 class Server:
     def __init__(self, url: str, timeout: float = 60.0):
-        self.url = url.rstrip("/")
+        self.url = server_url(url)
         self.timeout = timeout
         self._object_info: dict[str, Any] | None = None
 
@@ -470,8 +488,8 @@ def main(argv: list[str] | None = None) -> int:
     convert.add_argument("--object-info", type=Path, help="read node definitions from this JSON instead of the server")
     args = parser.parse_args(argv)
 
-    server = Server(args.server)
     try:
+        server = Server(args.server)
         if args.command == "convert":
             info = (
                 (lambda: json.loads(args.object_info.read_text(encoding="utf-8")))

@@ -216,3 +216,16 @@ def test_client_refuses_server_paths_that_leave_the_output_folder(tmp_path):
     bad["outputs"]["2"] = {"files": [{"filename": "x.json", "subfolder": "", "type": "output"}]}
     with pytest.raises(client.ClientError, match="leaves the output folder"):
         client.download_outputs(FakeServer(), bad, tmp_path)
+
+
+def test_server_address_without_a_scheme_is_http_and_another_scheme_is_refused(tmp_path, capsys):
+    assert client.server_url("127.0.0.1:8188") == "http://127.0.0.1:8188"
+    assert client.server_url(" localhost:8188/ ") == "http://localhost:8188"
+    assert client.server_url("https://comfy.example:443/") == "https://comfy.example:443"
+    for bad in ("ftp://127.0.0.1:8188", "localhost:port", "http://:8188", "127.0.0.1:99999"):
+        with pytest.raises(client.ClientError, match="http:// or https:// address"):
+            client.server_url(bad)
+    workflow = tmp_path / "api.json"
+    workflow.write_text(json.dumps(PROMPT))
+    assert client.main(["--server", "ftp://x", "convert", str(workflow)]) == 1
+    assert "error: --server must be ComfyUI's http:// or https:// address" in capsys.readouterr().err
