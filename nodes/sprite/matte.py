@@ -417,6 +417,12 @@ def remove_background(
         rgb = np.empty_like(frames)
         alpha = np.empty((t, h, w), np.float32)
         speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
+        # The calm part of the character is opaque where its colour is within the weak band (unmix's ``kept``) where
+        # a colour-model cut decided it, and on a noisy key after a block codec: there the weak band, four times a
+        # tolerance measured on the noise the codec kept (ΔE 3.4 on Kenney's walks after H.264), takes in pale parts
+        # beside the key (the pale shoes and claws on light grey, unmixed to 0.1-0.5 alpha).  Not on a clean key
+        # through a codec, where the ringing beside the character is calm in blocks and would be kept with them.
+        calm_kept = codec and kind == "noisy"
 
         def matte(i: int) -> None:
             model, dist, _, _, seen, _ = found[i]
@@ -433,7 +439,7 @@ def remove_background(
                 weak=weak,
                 lab=lab[i],
                 exact=exact,
-                kept=None if gained[i] is None else ~bgs[i] & (grads[i] < level),
+                kept=~bgs[i] & (grads[i] < level) if gained[i] is not None or calm_kept else None,
                 gained=gained[i],
                 coloured=not neutral,
             )
@@ -621,8 +627,8 @@ def matte_frame(
     """``(rgb, alpha)`` of one frame given its distance map, background ``model`` and background region ``bg``
     (``seen``: near-key parts behind an edge, opaque inside the rim though their colour is the key's; ``rim``:
     how deep the soft edge unmixed is; ``weak``, with the frame's ``lab``: the weak band in noise units; ``exact``:
-    the key is noise-free; ``kept``: the calm part of the character a colour-model cut decided, opaque deeper than
-    1.5 px where its colour is near the key's; ``gained``: what that cut gained, opaque there out to its outermost
+    the key is noise-free; ``kept``: the calm part of the character a colour-model cut decided, or any under a block
+    codec's noise, opaque deeper than 1.5 px where its colour is near the key's; ``gained``: what that cut gained, opaque there out to its outermost
     ring; ``coloured``: the key is a colour, not a grey, see :data:`BLEED`),
     written into ``out`` when given (a frame of the clip's arrays)."""
     fg = remove_specks(~bg, speck, dist >= WEAK * tol)
@@ -869,8 +875,9 @@ def unmix(
     to ``F`` is tried against the inner colour of its own part (a dark leg next to a red body); if that does not
     explain it either and it lies deeper than the rim, it is a colour of its own (skin or a white sleeve on white)
     and stays opaque.  So
-    do the pixels of ``kept`` (the calm part of the character a colour-model cut decided) deeper than 1.5 px where
-    their colour is within the weak band: the key's colour cannot tell them, the colour models did.  What the cut
+    do the pixels of ``kept`` (the calm part of the character a colour-model cut decided, or any after a block codec
+    that kept the key's noise) deeper than 1.5 px where their colour is within the weak band: the key's colour cannot
+    tell them, the colour models or their calm did.  What the cut
     ``gained`` is so out to its outermost ring: where the cut stopped inside a body
     shaded through a grey key that ring, unmixed against a colour like the key's, went transparent (BCN_Epileptic's
     generated look on grey, GIF, 3.2 -> 2.0 % gross error in the median frame).  The calm part's outer ring stays
@@ -971,7 +978,7 @@ def unmix(
         behind = (depth[ys, xs] > 1.5) & (
             outline_peak(near_c, depth, rim)[ys, xs] - near_c[ys, xs] > PAST * max(near_tol, 1.0)
         )
-        if kept is not None:  # the colour models decided where the key's colour cannot tell
+        if kept is not None:  # the colour models, or the calm, decided where the key's colour cannot tell
             near_key = near_c[ys, xs] < WEAK * near_tol
             behind |= kept[y0:y1, x0:x1][ys, xs] & (depth[ys, xs] > 1.5) & near_key
             if gained is not None:
