@@ -419,7 +419,7 @@ def remove_background(
         speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
         # The calm part of the character is opaque where its colour is within the weak band (unmix's ``kept``) where
         # a colour-model cut decided it, and on a noisy key after a block codec: there the weak band, four times a
-        # tolerance measured on the noise the codec kept (ΔE 3.4 on Kenney's walks after H.264), takes in pale parts
+        # tolerance measured on the noise the codec kept (ΔE 3.4 on Kenney's sprites after H.264), takes in pale parts
         # beside the key (the pale shoes and claws on light grey, unmixed to 0.1-0.5 alpha).  Not on a clean key
         # through a codec, where the ringing beside the character is calm in blocks and would be kept with them.
         calm_kept = codec and kind == "noisy"
@@ -627,10 +627,10 @@ def matte_frame(
     """``(rgb, alpha)`` of one frame given its distance map, background ``model`` and background region ``bg``
     (``seen``: near-key parts behind an edge, opaque inside the rim though their colour is the key's; ``rim``:
     how deep the soft edge unmixed is; ``weak``, with the frame's ``lab``: the weak band in noise units; ``exact``:
-    the key is noise-free; ``kept``: the calm part of the character a colour-model cut decided, or any under a block
-    codec's noise, opaque deeper than 1.5 px where its colour is near the key's; ``gained``: what that cut gained, opaque there out to its outermost
-    ring; ``coloured``: the key is a colour, not a grey, see :data:`BLEED`),
-    written into ``out`` when given (a frame of the clip's arrays)."""
+    the key is noise-free; ``kept``: the calm part of the character a colour-model cut decided, or all of it after a
+    block codec that kept the key's noise, opaque deeper than 1.5 px where its colour is near the key's; ``gained``:
+    what that cut gained, opaque there out to its outermost ring; ``coloured``: the key is a colour, not a grey, see
+    :data:`BLEED`), written into ``out`` when given (a frame of the clip's arrays)."""
     fg = remove_specks(~bg, speck, dist >= WEAK * tol)
     rgb, alpha = unmix(
         frame,
@@ -874,13 +874,12 @@ def unmix(
     in reach where it explains a pixel as well, see ``PURE_MISS``).  A pixel that is not on the line from the key
     to ``F`` is tried against the inner colour of its own part (a dark leg next to a red body); if that does not
     explain it either and it lies deeper than the rim, it is a colour of its own (skin or a white sleeve on white)
-    and stays opaque.  So
-    do the pixels of ``kept`` (the calm part of the character a colour-model cut decided, or any after a block codec
-    that kept the key's noise) deeper than 1.5 px where their colour is within the weak band: the key's colour cannot
-    tell them, the colour models or their calm did.  What the cut
-    ``gained`` is so out to its outermost ring: where the cut stopped inside a body
-    shaded through a grey key that ring, unmixed against a colour like the key's, went transparent (BCN_Epileptic's
-    generated look on grey, GIF, 3.2 -> 2.0 % gross error in the median frame).  The calm part's outer ring stays
+    and stays opaque.  So do the pixels of ``kept`` (the calm part of the character a colour-model cut decided, or
+    all of it after a block codec that kept the key's noise) deeper than 1.5 px where their colour is within the weak
+    band: the key's colour cannot tell them, the colour models or their calm did.  What the cut ``gained`` is so out
+    to its outermost ring: where the cut stopped inside a body shaded through a grey key that ring, unmixed against a
+    colour like the key's, went transparent (BCN_Epileptic's generated look on grey, GIF, 3.2 -> 2.0 % gross error in
+    the median frame).  The calm part's outer ring stays
     unmixed: opaque there, a still sprite's edge flickered under noise (0.0049 against the 0.004 bound).  On a
     ``coloured`` key the character's pixels much nearer the key than its own colours are unmixed wherever they lie
     (:func:`bled`).  Work stays inside the sprite's box plus the filter reach.
