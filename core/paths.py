@@ -40,9 +40,10 @@ def sanitize_relative(name: str) -> str:
             raise UnsafePathError(f"'..' is not allowed in {name!r}: names must stay inside their folder.")
         if _BAD_CHARS.search(part):
             raise UnsafePathError(f"{name!r} contains a character that is not allowed in file names.")
-        if len(part.encode("utf-8")) > MAX_PART_BYTES:
+        size = len(part.encode("utf-8"))
+        if size > MAX_PART_BYTES:
             raise UnsafePathError(
-                f"{part[:40]!r}… is {len(part.encode('utf-8'))} bytes long; keep each folder and file name within "
+                f"{part[:40]!r}… is {size} bytes long; keep each folder and file name within "
                 f"{MAX_PART_BYTES} bytes (file systems allow 255, and a number and an extension are added)."
             )
     return "/".join(parts)
