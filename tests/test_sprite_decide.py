@@ -7,6 +7,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
+from gameanim.core import processes
 from gameanim.nodes.sprite import decide, matte
 from support.sprite_sources import gif_dithered, publish_as
 
@@ -116,6 +117,13 @@ def no_colour_cut(*args):
     return args[6], [np.zeros_like(b) for b in args[6]]
 
 
+@pytest.fixture
+def threads_only(monkeypatch):
+    """The matte on this process's threads: a function patched here is not patched in the worker processes."""
+    monkeypatch.setattr(processes, "ENABLED", False)
+
+
+@pytest.mark.usefixtures("threads_only")
 @pytest.mark.parametrize("cut", ["colour models", "denoised distance"])
 def test_cut_gives_back_a_pale_part_under_dithering_and_keeps_gaps(monkeypatch, cut):
     """Either cut keeps the pale square (the key model alone, judged in ΔE, keys it out) and leaves the gap
@@ -150,6 +158,7 @@ def test_gaps_between_edges_are_found_in_rows_and_columns():
     assert (decide.between_edges(edges.T, 6).T == gap).all()
 
 
+@pytest.mark.usefixtures("threads_only")
 def test_key_model_in_noise_units_keeps_a_pale_part_offset_in_lightness(monkeypatch):
     """Without the cut, the key model judging the enclosed pocket's inside in the key's noise units (chroma
     noise scaled to the lightness noise, matte.noise_weights) keeps the pale square, which is offset in

@@ -30,13 +30,14 @@ body's spread of shades (OpenCV's GrabCut, models learnt once per clip and froze
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 import cv2
 import maxflow
 import numpy as np
 
+from ...core.processes import Ranks
 from .colour import channel_max, distance
 from .edges import lab_gradient
 from .regions import around, band_width, border_connected, region_means
@@ -153,7 +154,7 @@ def clear_parts(gained: np.ndarray, z: np.ndarray) -> np.ndarray:
 
 
 def decide_frames(
-    pool: Executor,
+    pool: Ranks,
     lab: np.ndarray,
     grads: list[np.ndarray],
     level: float,
@@ -226,7 +227,7 @@ def between_edges(edges: np.ndarray, reach: int) -> np.ndarray:
 
 
 def colour_cut_frames(
-    pool: Executor,
+    pool: Ranks,
     frames: np.ndarray,
     lab: np.ndarray,
     grads: np.ndarray,

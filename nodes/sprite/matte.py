@@ -31,7 +31,8 @@ therefore decides *where* the background is, not only *what colour* it is:
    pixel keeps its colour, so a still edge stops flickering under fresh noise while a moving edge
    keeps its own alpha (on a noise-free key a drawn part in the key's colour keeps its own).
 
-Everything is vectorised numpy/OpenCV on the CPU, frames on a few threads.  kornia was considered (to keep a GPU clip on
+Everything is vectorised numpy/OpenCV on the CPU, frames shared out over the pack's worker processes (threads where there
+are none; see :mod:`...core.processes`).  kornia was considered (to keep a GPU clip on
 the GPU) and dropped: the matte needs exact connected components and a distance transform, which
 OpenCV computes in one pass, while kornia's connected components iterate; at sprite sizes the
 copy from the GPU costs less than that.
@@ -40,16 +41,16 @@ copy from the GPU costs less than that.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import cv2
 import numpy as np
 
-from ...core import threads
+from ...core import processes
 from ...core.errors import InputError
 from ...core.frames import check_alpha
+from ...core.processes import Ranks
 from ...core.progress import ProgressFn, no_progress
 from .colour import distance
 from .decide import (
@@ -322,151 +323,161 @@ def remove_background(
     ``low`` is the smallest tolerance (ΔE) ever used, ``high`` the largest background noise the
     clip may have before it no longer counts as solid; see the module docstring for the method.
     Raises InputError when the background is not solid (with the numbers and what to do).
+    The frames are shared out over the pack's worker processes (see :mod:`...core.processes`).
     """
     frames = check_frames(frames)
     if not 0 <= low < high:
         raise InputError(f"The tolerances must satisfy 0 <= low < high; got low={low}, high={high}.")
+    # Taken from the ranks' shared arrays: the Lab clip, the gradients, the colours and alpha (8 floats a pixel).
+    arrays = frames.nbytes // 3 * 8 + 4 * processes.ALIGN
+    return processes.run(
+        matte_clip, frames, low, high, border, cleanup, min_solid_fraction, min_hole, arrays=arrays, progress=progress
+    )
+
+
+def matte_clip(
+    pool: Ranks,
+    frames: np.ndarray,
+    low: float,
+    high: float,
+    border: int,
+    cleanup: int,
+    min_solid_fraction: float,
+    min_hole: int,
+    progress: ProgressFn | None = None,
+) -> tuple[np.ndarray, np.ndarray, Background]:
+    """:func:`remove_background` of checked ``frames``, run on every rank of ``pool`` (OpenCV and numpy release the
+    GIL, so on threads too)."""
     report = progress or no_progress
     t, h, w = frames.shape[:3]
     surface = Surface(h, w)
     band = border_mask(h, w, border)
-    lab = np.empty_like(frames)
-    grads = np.empty((t, h, w), np.float32)
-    with ThreadPoolExecutor(threads.WORKERS) as pool:  # OpenCV and numpy release the GIL
-        # A noise-free key is decided on the unaveraged colours (see :func:`.decide.key_kind`).
-        kind = key_kind(frames, band, pool.map)
-        exact = kind == "exact"
+    lab = pool.empty(frames.shape, np.float32)
+    grads = pool.empty((t, h, w), np.float32)
+    # A noise-free key is decided on the unaveraged colours (see :func:`.decide.key_kind`).
+    kind = key_kind(frames, band, pool.map)
+    exact = kind == "exact"
 
-        def colour(i: int) -> None:
-            frame_lab(frames[i], out=lab[i], blur=not exact)
-            lab_gradient(lab[i], out=grads[i])
+    def colour(i: int) -> None:
+        frame_lab(frames[i], out=lab[i], blur=not exact)
+        lab_gradient(lab[i], out=grads[i])
 
-        list(pool.map(colour, range(t)))
-        coefs, tol, resid, weak = fit_backgrounds(lab, surface, border, low, pool.map)
-        try:
-            background = describe(surface, coefs, tol, resid, high, min_solid_fraction)
-        except NotSolidError:
-            if not band.all():
-                raise
-            # The border band is the whole frame: the character is in it, and the key's numbers say nothing.
-            raise NotSolidError(
-                f"The frames are {w}x{h} px: a border band of {border} px covers all of them, so no key can be measured "
-                "around the character. Lower 'border' (the band must leave the character inside it) or use larger "
-                "frames."
-            ) from None
-        if exact:
-            tol, weak = EXACT_TOL, None
-            background = replace(background, tolerance=tol)
-        # A noisy grey key with no chroma noise left (JPEG and H.264 drop it) whose noise steps on the codec's block
-        # grid is a key after a codec too: its ringing beside the character is not in the border's noise.
-        codec = kind == "compressed" or (kind == "noisy" and weak is None and coded_grey(background, frames, border))
-        if codec and tol < COMPRESSED_TOL:  # the codec's ringing is beside the sprite only
-            tol = COMPRESSED_TOL
-            background = replace(background, tolerance=tol)
-        level = edge_level(grads, band)
-        key_noise = None if exact else float(np.median(resid))  # the key's own distance from its model
-        shaded = None
-        if codec:  # a gap's inside varies with the noise the codec kept (see SHADED_NOISE)
-            shaded = SHADED if kind == "compressed" else float(np.hypot(SHADED, SHADED_NOISE * key_noise))
-        found = list(
-            pool.map(
-                lambda i: find_pockets(
-                    lab[i], grads[i], surface, coefs[i], tol, min_hole, level, weak, key_noise, shaded
-                ),
-                range(t),
-            )
+    list(pool.map(colour, range(t)))
+    coefs, tol, resid, weak = fit_backgrounds(lab, surface, border, low, pool.map)
+    try:
+        background = describe(surface, coefs, tol, resid, high, min_solid_fraction)
+    except NotSolidError:
+        if not band.all():
+            raise
+        # The border band is the whole frame: the character is in it, and the key's numbers say nothing.
+        raise NotSolidError(
+            f"The frames are {w}x{h} px: a border band of {border} px covers all of them, so no key can be measured "
+            "around the character. Lower 'border' (the band must leave the character inside it) or use larger "
+            "frames."
+        ) from None
+    if exact:
+        tol, weak = EXACT_TOL, None
+        background = replace(background, tolerance=tol)
+    # A noisy grey key with no chroma noise left (JPEG and H.264 drop it) whose noise steps on the codec's block
+    # grid is a key after a codec too: its ringing beside the character is not in the border's noise.
+    codec = kind == "compressed" or (kind == "noisy" and weak is None and coded_grey(background, frames, border))
+    if codec and tol < COMPRESSED_TOL:  # the codec's ringing is beside the sprite only
+        tol = COMPRESSED_TOL
+        background = replace(background, tolerance=tol)
+    level = edge_level(grads, band)
+    key_noise = None if exact else float(np.median(resid))  # the key's own distance from its model
+    shaded = None
+    if codec:  # a gap's inside varies with the noise the codec kept (see SHADED_NOISE)
+        shaded = SHADED if kind == "compressed" else float(np.hypot(SHADED, SHADED_NOISE * key_noise))
+    found = list(
+        pool.map(
+            lambda i: find_pockets(lab[i], grads[i], surface, coefs[i], tol, min_hole, level, weak, key_noise, shaded),
+            range(t),
         )
-        sprite = list(pool.map(lambda f: ~f[2], found))  # not connected to the border background
-        drawn = drawn_pockets(lab, sprite, [f[3] for f in found], map_=pool.map, regions=[f[5] for f in found])
-        for i, (_, _, bg, labels, _, _) in enumerate(found):
-            bg |= (labels > 0) & ~drawn[i]  # pockets that are no drawn part: background seen through
-        bgs = [f[2] for f in found]
-        gained: list[np.ndarray | None] = [None] * t
-        # On a noisy key a graph cut decides the uncertain pixels (see :mod:`.decide`): over colour models on a
-        # neutral key under noise when they give the character parts of its own (see GAINED; the character it
-        # decides has no weak band, and what it gained, and its calm pixels, below the edge level, are opaque where
-        # their colour is near the key's: shading, not a soft edge's mix, which is a step); else over the denoised
-        # key distance.
-        neutral = grey_key(found[t // 2][0])
-        if not exact and weak is not None and neutral:
-            cut, gains = colour_cut_frames(
-                pool, frames, lab, grads, level, [f[1] for f in found], bgs, tol, WEAK * tol, band, key_noise
-            )
-            solid = np.ones((PART, PART), np.uint8)  # a part at least PART px thick somewhere, not a fringe
-            # The drawn pockets count too: parts in the key's colour that the clip keeps by time are swallowed by the
-            # key's colour as much as the parts the cut gains.
-            parts = sum(
-                np.count_nonzero(cv2.erode((g | d).view(np.uint8), solid)) for g, d in zip(gains, drawn, strict=True)
-            )
-            if parts >= GAINED * sum(np.count_nonzero(~b) for b in cut):
-                # Islands of key colour the cut left inside the character, smaller than a pocket, are the
-                # character's own (a vest's shading under the key's noise): unmixed, each would take a rim's
-                # width of the part around it.
-                bgs = list(pool.map(lambda i: fill_holes(cut[i], bgs[i], min_hole), range(t)))
-                gained = gains
-        if not exact and gained[0] is None:
-            bgs = decide_frames(
-                pool, lab, grads, level, [f[0] for f in found], [f[1] for f in found], bgs, WEAK * tol, band
-            )
-        # A step between two parts through a neutral key's grey is no background (see close_steps).  Not after JPEG or
-        # H.264 (no noise units there): their ringing beside the character makes edges in the background, and the
-        # closing joined ringing islands to the character (Kenney's JPEG-compressed walks lost up to 0.011 IoU).
-        if neutral and (exact or weak is not None):
-            bgs = list(pool.map(lambda i: close_steps(bgs[i], grads[i], level), range(t)))
-        rim = soft_edge_width([f[1] for f in found], bgs, pool.map)
-        rgb = np.empty_like(frames)
-        alpha = np.empty((t, h, w), np.float32)
-        speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
-        # The calm part of the character is opaque where its colour is within the weak band (unmix's ``kept``) where
-        # a colour-model cut decided it, and on a noisy key after a block codec: there the weak band, four times a
-        # tolerance measured on the noise the codec kept (ΔE 3.4 on Kenney's sprites after H.264), takes in pale parts
-        # beside the key (the pale shoes and claws on light grey, unmixed to 0.1-0.5 alpha).  Not on a clean key
-        # through a codec, where the ringing beside the character is calm in blocks and would be kept with them.
-        calm_kept = codec and kind == "noisy"
+    )
+    sprite = list(pool.map(lambda f: ~f[2], found))  # not connected to the border background
+    drawn = drawn_pockets(lab, sprite, [f[3] for f in found], map_=pool.map, regions=[f[5] for f in found])
+    # Pockets that are no drawn part: background seen through.
+    bgs = [bg | ((labels > 0) & ~drawn[i]) for i, (_, _, bg, labels, _, _) in enumerate(found)]
+    gained: list[np.ndarray | None] = [None] * t
+    # On a noisy key a graph cut decides the uncertain pixels (see :mod:`.decide`): over colour models on a
+    # neutral key under noise when they give the character parts of its own (see GAINED; the character it
+    # decides has no weak band, and what it gained, and its calm pixels, below the edge level, are opaque where
+    # their colour is near the key's: shading, not a soft edge's mix, which is a step); else over the denoised
+    # key distance.
+    neutral = grey_key(found[t // 2][0])
+    if not exact and weak is not None and neutral:
+        cut, gains = colour_cut_frames(
+            pool, frames, lab, grads, level, [f[1] for f in found], bgs, tol, WEAK * tol, band, key_noise
+        )
+        solid = np.ones((PART, PART), np.uint8)  # a part at least PART px thick somewhere, not a fringe
+        # The drawn pockets count too: parts in the key's colour that the clip keeps by time are swallowed by the
+        # key's colour as much as the parts the cut gains.
+        parts = sum(
+            np.count_nonzero(cv2.erode((g | d).view(np.uint8), solid)) for g, d in zip(gains, drawn, strict=True)
+        )
+        if parts >= GAINED * sum(np.count_nonzero(~b) for b in cut):
+            # Islands of key colour the cut left inside the character, smaller than a pocket, are the
+            # character's own (a vest's shading under the key's noise): unmixed, each would take a rim's
+            # width of the part around it.
+            bgs = list(pool.map(lambda i: fill_holes(cut[i], bgs[i], min_hole), range(t)))
+            gained = gains
+    if not exact and gained[0] is None:
+        bgs = decide_frames(
+            pool, lab, grads, level, [f[0] for f in found], [f[1] for f in found], bgs, WEAK * tol, band
+        )
+    # A step between two parts through a neutral key's grey is no background (see close_steps).  Not after JPEG or
+    # H.264 (no noise units there): their ringing beside the character makes edges in the background, and the
+    # closing joined ringing islands to the character (Kenney's JPEG-compressed walks lost up to 0.011 IoU).
+    if neutral and (exact or weak is not None):
+        bgs = list(pool.map(lambda i: close_steps(bgs[i], grads[i], level), range(t)))
+    rim = soft_edge_width([f[1] for f in found], bgs, pool.map)
+    rgb = pool.empty(frames.shape, np.float32)
+    alpha = pool.empty((t, h, w), np.float32)
+    speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
+    # The calm part of the character is opaque where its colour is within the weak band (unmix's ``kept``) where
+    # a colour-model cut decided it, and on a noisy key after a block codec: there the weak band, four times a
+    # tolerance measured on the noise the codec kept (ΔE 3.4 on Kenney's sprites after H.264), takes in pale parts
+    # beside the key (the pale shoes and claws on light grey, unmixed to 0.1-0.5 alpha).  Not on a clean key
+    # through a codec, where the ringing beside the character is calm in blocks and would be kept with them.
+    calm_kept = codec and kind == "noisy"
 
-        def matte(i: int) -> None:
-            model, dist, _, _, seen, _ = found[i]
-            matte_frame(
-                frames[i],
-                dist,
-                model,
-                bgs[i],
-                tol,
-                speck,
-                seen & ~bgs[i] if gained[i] is None else ~bgs[i],
-                rim,
-                out=(rgb[i], alpha[i]),
-                weak=weak,
-                lab=lab[i],
-                exact=exact,
-                kept=~bgs[i] & (grads[i] < level) if gained[i] is not None or calm_kept else None,
-                gained=gained[i],
-                coloured=not neutral,
-            )
+    def matte(i: int) -> None:
+        model, dist, _, _, seen, _ = found[i]
+        matte_frame(
+            frames[i],
+            dist,
+            model,
+            bgs[i],
+            tol,
+            speck,
+            seen & ~bgs[i] if gained[i] is None else ~bgs[i],
+            rim,
+            out=(rgb[i], alpha[i]),
+            weak=weak,
+            lab=lab[i],
+            exact=exact,
+            kept=~bgs[i] & (grads[i] < level) if gained[i] is not None or calm_kept else None,
+            gained=gained[i],
+            coloured=not neutral,
+        )
 
-        jobs = [pool.submit(matte, i) for i in range(t)]
-        try:
-            for i, job in enumerate(jobs):
-                job.result()
-                report(i + 1, t)
-        finally:
-            for job in jobs:
-                job.cancel()
-        # On a noise-free key a part drawn in the key's colour has the background's colour exactly, and steadied it
-        # took the background's alpha from the frames where the key lies there: its own alpha stays.  Not under
-        # noise: there the borrowing also softens gaps wrongly kept as drawn parts in a frame or two (Frozen-Bubble
-        # with the generated look on light grey went 0.5 -> 0.8 % in its worst frame).
-        fixed = np.stack(drawn) if exact and any(d.any() for d in drawn) else None
-        ys, xs = steady_edges(alpha, lab, tol, map_=pool.map, fixed=fixed)
+    pool.for_each(matte, t, report)
+    # On a noise-free key a part drawn in the key's colour has the background's colour exactly, and steadied it
+    # took the background's alpha from the frames where the key lies there: its own alpha stays.  Not under
+    # noise: there the borrowing also softens gaps wrongly kept as drawn parts in a frame or two (Frozen-Bubble
+    # with the generated look on light grey went 0.5 -> 0.8 % in its worst frame).
+    fixed = np.stack(drawn) if exact and any(d.any() for d in drawn) else None
+    ys, xs = steady_edges(alpha, lab, tol, map_=pool.map, fixed=fixed)
 
-        def despill(i: int) -> None:  # the despilled colour follows the steadied alpha
-            soft = (alpha[i, ys, xs] > 0) & (alpha[i, ys, xs] < 1)
-            py, px = ys[soft], xs[soft]
-            if len(py):
-                behind = from_lab(surface.basis(py, px) @ coefs[i])
-                rgb[i, py, px] = despilled(frames[i, py, px], behind, alpha[i, py, px])
+    def despill(i: int) -> None:  # the despilled colour follows the steadied alpha
+        soft = (alpha[i, ys, xs] > 0) & (alpha[i, ys, xs] < 1)
+        py, px = ys[soft], xs[soft]
+        if len(py):
+            behind = from_lab(surface.basis(py, px) @ coefs[i])
+            rgb[i, py, px] = despilled(frames[i, py, px], behind, alpha[i, py, px])
 
-        list(pool.map(despill, range(t)))
+    list(pool.map(despill, range(t)))
     return rgb, alpha, background
 
 

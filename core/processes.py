@@ -1,0 +1,455 @@
+"""One clip's per-frame work on every core: the caller and the pack's own worker processes run the same function.
+
+Python threads (:mod:`.threads`) share one interpreter lock.  The sprite matte makes some 1,500 short numpy and
+OpenCV calls a frame; each hands the lock over, and with two threads those handovers, not the work, set the pace
+(docs/sprite.md, "Speed of the matte").  Here every rank is a process with a lock of its own, and every rank runs the
+same function on the same clip (single program, multiple data): :meth:`ProcessRanks.map` computes the rank's share of
+the items (item ``i`` on rank ``i % size``) and hands every rank all the results, so the code between the maps runs on
+every rank on the same values and the function reads as it would on one thread.  The results are exact: each item is
+computed by the same code on the same inputs as on a thread.
+
+Large arrays travel through one shared-memory arena: the clip, the arrays :meth:`ProcessRanks.empty` allocates (per-frame
+work writes its output into them in place) and the results' buffers, pickled out of band into the sender's part of the
+arena, where the other ranks read them without a copy.  The arena is kept between clips: a fresh one costs more than the
+matte itself (its pages faulted in one by one, about 250 ms for 280 MB here).  Clips whose arena would pass
+``ARENA_MAX`` or the free shared memory run on threads.
+
+The workers start on first use as ``python process_worker.py`` (not through :mod:`multiprocessing`: its workers import
+the parent's ``__main__``, which under ComfyUI is the server's own main.py), connect back over an authenticated local
+connection, and stop when the caller's process ends.  Any exception on the caller's side (a cancel, bad input) stops
+them and they start afresh next time; when they cannot start, die or fail, the function runs again on threads, so no
+work is lost.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import pickle
+import secrets
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing import connection, shared_memory
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+
+from . import threads
+from .progress import ProgressFn, no_progress
+
+WORKER_SCRIPT = Path(__file__).with_name("process_worker.py")
+ALIGN = 4096
+SMALL = 1 << 16  # buffers smaller than this travel inside the pickle, through the connection
+ARENA_MAX = 2 << 30  # bytes of shared memory the arena may hold between clips
+START_TIMEOUT = 60.0  # seconds for the workers to import numpy and OpenCV and connect
+ENABLED = True  # False: threads only (the benchmark's baseline)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Ranks(Protocol):
+    """What a function run by :func:`run` gets as its first argument."""
+
+    rank: int
+    size: int
+
+    def map(self, fn: Callable[..., T], *iterables: Iterable) -> list[T]:
+        """``[fn(*args) for args in zip(*iterables)]``, shared out over the ranks; every rank gets every result."""
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """An uninitialised array that every rank sees (per-frame work writes its share into it)."""
+
+    def for_each(self, fn: Callable[[int], None], count: int, progress: ProgressFn) -> None:
+        """``fn(i)`` for ``i < count`` (writing into arrays from :meth:`empty`), with progress on the caller's side."""
+
+
+class ThreadRanks:
+    """One process: the items on a thread pool (the fallback, and the path on one core)."""
+
+    rank, size = 0, 1
+
+    def __init__(self, pool: ThreadPoolExecutor) -> None:
+        self.pool = pool
+
+    def map(self, fn: Callable[..., T], *iterables: Iterable) -> list[T]:
+        return list(self.pool.map(fn, *iterables))
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        return np.empty(shape, dtype)
+
+    def for_each(self, fn: Callable[[int], None], count: int, progress: ProgressFn) -> None:
+        jobs = [self.pool.submit(fn, i) for i in range(count)]
+        try:
+            for i, job in enumerate(jobs):
+                job.result()
+                progress(i + 1, count)
+        finally:
+            for job in jobs:
+                job.cancel()
+
+
+class WorkerFailed(RuntimeError):
+    """A worker process died or raised: the caller runs the function again on threads."""
+
+
+class Arena:
+    """The shared memory: ``[0, shared)`` allocated in the same order on every rank, then each rank's part for the
+    buffers it sends (``scratch`` bytes each)."""
+
+    def __init__(self, shm: shared_memory.SharedMemory, owner: bool) -> None:
+        self.shm, self.owner = shm, owner
+        self.bytes = np.ndarray((shm.size,), np.uint8, buffer=shm.buf)
+        self.address = self.bytes.ctypes.data
+        self.shared = self.scratch = 0
+
+    @classmethod
+    def create(cls, size: int) -> Arena:
+        return cls(shared_memory.SharedMemory(create=True, size=size), owner=True)
+
+    @classmethod
+    def attach(cls, name: str) -> Arena:
+        # The creator unlinks it; a worker's resource tracker would unlink it too early, so it is not told.
+        if sys.version_info >= (3, 13):
+            shm = shared_memory.SharedMemory(name=name, track=False)
+        elif os.name == "posix":
+            shm = _untracked(name)
+        else:  # Windows: no resource tracker; the mapping ends with its last handle
+            shm = shared_memory.SharedMemory(name=name)
+        return cls(shm, owner=False)
+
+    def holds(self, array: np.ndarray) -> bool:
+        start = array.__array_interface__["data"][0]
+        return self.address <= start < self.address + self.shm.size
+
+    def close(self) -> None:
+        self.bytes = None
+        try:
+            self.shm.close()
+        except BufferError:  # arrays of an aborted clip still point into it: the mapping goes with them
+            pass
+        if self.owner:
+            self.shm.unlink()
+
+
+def _untracked(name: str) -> shared_memory.SharedMemory:
+    """Attach without registering with the resource tracker (Python < 3.13 has no ``track=False``)."""
+    from multiprocessing import resource_tracker
+
+    register = resource_tracker.register
+    resource_tracker.register = lambda *args, **kwargs: None
+    try:
+        return shared_memory.SharedMemory(name=name)
+    finally:
+        resource_tracker.register = register
+
+
+class ProcessRanks:
+    """One rank of a clip's run: its share of each map, the shared arrays, the exchange of results."""
+
+    def __init__(self, rank: int, size: int, links: list[connection.Connection], arena: Arena, shared: int) -> None:
+        self.rank, self.size, self.links, self.arena = rank, size, links, arena
+        self.next = shared  # the clip itself lies before
+        self.sent = 0  # bytes of this rank's part of the arena in use
+        self.progress: ProgressFn | None = None
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        count = int(np.prod(shape)) * dtype.itemsize
+        if self.next + count > self.arena.shared:
+            raise RuntimeError("the arena's shared part is too small for this clip (a bug in its estimate)")
+        array = self.arena.bytes[self.next : self.next + count].view(dtype).reshape(shape)
+        self.next += -(-count // ALIGN) * ALIGN
+        return array
+
+    def map(self, fn: Callable[..., T], *iterables: Iterable) -> list[T]:
+        items = list(zip(*iterables, strict=False))  # as Executor.map: up to the shortest
+        mine, told = [], 0
+        for k, i in enumerate(range(self.rank, len(items), self.size)):
+            mine.append(fn(*items[i]))
+            if self.progress is not None:  # every count once, in order; the last after the exchange
+                for done in range(told + 1, min(len(items) - 1, (k + 1) * self.size) + 1):
+                    self.progress(done, len(items))
+                told = max(told, min(len(items) - 1, (k + 1) * self.size))
+        shares = self.exchange(self.pack(mine))
+        shares[self.rank] = mine
+        out: list = [None] * len(items)
+        for rank, share in shares.items():
+            out[rank :: self.size] = share
+        return out
+
+    def for_each(self, fn: Callable[[int], None], count: int, progress: ProgressFn) -> None:
+        self.progress = progress if self.rank == 0 else None
+        try:
+            self.map(fn, range(count))
+        finally:
+            self.progress = None
+        if self.rank == 0:
+            progress(count, count)
+
+    def pack(self, obj: Any) -> tuple[bytes, list[tuple[int, int]]]:
+        """``obj`` pickled, its large buffers copied into this rank's part of the arena: ``(pickle, spans)``."""
+        base = self.arena.shared + self.rank * self.arena.scratch
+        spans: list[tuple[int, int]] = []
+
+        def out_of_band(buffer: pickle.PickleBuffer) -> bool:
+            raw = buffer.raw()
+            count = raw.nbytes
+            if count < SMALL or self.sent + count > self.arena.scratch:
+                return True  # inside the pickle
+            start = base + self.sent
+            self.arena.bytes[start : start + count] = np.frombuffer(raw, np.uint8)
+            spans.append((start, count))
+            self.sent += -(-count // 64) * 64
+            return False
+
+        return pickle.dumps(obj, protocol=5, buffer_callback=out_of_band), spans
+
+    def unpack(self, packed: tuple[bytes, list[tuple[int, int]]]) -> Any:
+        """The other rank's object; its large arrays are read-only views of the sender's part of the arena (every
+        other rank reads the same memory: a result is never changed in place)."""
+        data, spans = packed
+        view = self.arena.shm.buf
+        return pickle.loads(data, buffers=[view[start : start + count].toreadonly() for start, count in spans])
+
+    def exchange(self, packed: tuple[bytes, list]) -> dict[int, Any]:
+        """Every other rank's share of a map.  The workers send theirs to the caller (rank 0), which sends each worker
+        the others'."""
+        if self.rank == 0:
+            shares = {0: packed}
+            for rank, link in enumerate(self.links, start=1):
+                shares[rank] = receive(link, "result")
+            for rank, link in enumerate(self.links, start=1):
+                send(link, ("results", {r: s for r, s in shares.items() if r != rank}))
+        else:
+            link = self.links[0]
+            send(link, ("result", packed))
+            shares = receive(link, "results")
+        return {rank: self.unpack(share) for rank, share in shares.items() if rank != self.rank}
+
+
+def send(link: connection.Connection, message: tuple) -> None:
+    try:
+        link.send(message)
+    except OSError as exc:
+        raise WorkerFailed(f"a worker process ended unexpectedly ({exc})") from None
+
+
+def receive(link: connection.Connection, kind: str) -> Any:
+    try:
+        message = link.recv()
+    except (EOFError, OSError) as exc:
+        raise WorkerFailed(f"a worker process ended unexpectedly ({exc or type(exc).__name__})") from None
+    if message[0] == "error":
+        raise WorkerFailed(f"a worker process failed:\n{message[1]}")
+    if message[0] != kind:
+        raise WorkerFailed(f"a worker process answered {message[0]!r} where {kind!r} was due")
+    return message[1]
+
+
+class Workers:
+    """The running worker processes (ranks ``1..size-1``) and the arena."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.arena: Arena | None = None
+        key = secrets.token_bytes(32)
+        self.listener = connection.Listener(authkey=key)
+        package, root = __package__.rsplit(".", 1)[0], str(Path(__file__).resolve().parents[1])
+        self.procs = []
+        self.links: list[connection.Connection | None] = [None] * (size - 1)
+        try:
+            for rank in range(1, size):
+                proc = subprocess.Popen(
+                    [sys.executable, str(WORKER_SCRIPT)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
+                )
+                self.procs.append(proc)
+                hello = {"package": package, "root": root, "address": self.listener.address, "key": key.hex()}
+                proc.stdin.write(json.dumps({**hello, "rank": rank, "size": size}).encode() + b"\n")
+                proc.stdin.close()
+            self.accept()
+        except BaseException:
+            self.close()
+            raise
+
+    def accept(self) -> None:
+        """Wait for every worker to connect and name its rank (within ``START_TIMEOUT``)."""
+
+        def accept_all() -> None:
+            for _ in range(self.size - 1):
+                link = self.listener.accept()
+                self.links[link.recv() - 1] = link
+
+        waiting = threading.Thread(target=accept_all, daemon=True)
+        waiting.start()
+        deadline = time.monotonic() + START_TIMEOUT
+        while waiting.is_alive() and time.monotonic() < deadline:
+            waiting.join(0.05)
+            ended = [proc.returncode for proc in self.procs if proc.poll() is not None]
+            if ended:
+                raise WorkerFailed(
+                    f"a worker process exited with code {ended[0]} before connecting (see the log above)"
+                )
+        if waiting.is_alive() or None in self.links:
+            raise WorkerFailed(f"the worker processes did not connect within {START_TIMEOUT:.0f} s")
+
+    def arena_for(self, shared: int, scratch: int) -> Arena:
+        """An arena with at least ``shared`` bytes for the clip and arrays and ``scratch`` bytes per rank."""
+        arena = self.arena
+        if arena is None or arena.shared < shared or arena.scratch < scratch:
+            if arena is not None:
+                arena.close()
+            self.arena = None
+            shared = max(shared, arena.shared if arena else 0)
+            scratch = max(scratch, arena.scratch if arena else 0)
+            arena = Arena.create(shared + self.size * scratch)
+            arena.shared, arena.scratch = shared, scratch
+            self.arena = arena
+        return arena
+
+    def close(self) -> None:
+        for link in self.links:
+            if link is not None:
+                link.close()
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        self.listener.close()
+        if self.arena is not None:
+            self.arena.close()
+            self.arena = None
+
+
+_workers: Workers | None = None
+_lock = threading.Lock()
+
+
+def _stop() -> None:
+    global _workers
+    if _workers is not None:
+        _workers.close()
+        _workers = None
+
+
+atexit.register(_stop)
+
+
+def worker_pids() -> list[int]:
+    """The process ids of the running workers (a benchmark adds their CPU time to the caller's)."""
+    return [] if _workers is None else [proc.pid for proc in _workers.procs]
+
+
+def shared_memory_free() -> int | None:
+    """Free bytes of POSIX shared memory (``/dev/shm``, small in containers), None where there is no such mount."""
+    try:
+        stat = os.statvfs("/dev/shm")
+    except (OSError, AttributeError):
+        return None
+    return stat.f_bavail * stat.f_frsize
+
+
+def run(
+    fn: Callable[..., T],
+    frames: np.ndarray,
+    *args: Any,
+    arrays: int,
+    progress: ProgressFn | None = None,
+    **kwargs: Any,
+) -> T:
+    """``fn(ranks, frames, *args, progress=progress, **kwargs)`` on :data:`threads.WORKERS` processes (threads when
+    that is one, or when processes cannot be had).
+
+    ``fn`` is a module-level function of the pack (the workers import it by name); ``frames`` the clip (copied into
+    the arena); ``arrays`` how many bytes ``fn`` takes from ``ranks.empty`` at most.  Arrays of the result that lie in
+    the arena are copied out.  Only the caller's rank reports ``progress``."""
+    size = threads.WORKERS
+    report = progress or no_progress
+    scratch = frames.nbytes * 3 // 2  # each rank's sent buffers over a clip: about the clip's size; beyond, in band
+    shared = -(-frames.nbytes // ALIGN) * ALIGN + arrays + 8 * ALIGN
+    room = shared_memory_free()
+    fits = shared + size * scratch <= ARENA_MAX and (room is None or shared + size * scratch <= room)
+    if size > 1 and ENABLED and fits and _lock.acquire(blocking=False):
+        try:
+            return _run_on_workers(fn, frames, args, kwargs, size, shared, scratch, report)
+        except WorkerFailed as exc:
+            log.warning("GameAnim: %s; running on threads instead.", exc)
+        finally:
+            _lock.release()
+    with ThreadPoolExecutor(size) as pool:
+        return fn(ThreadRanks(pool), frames, *args, progress=report, **kwargs)
+
+
+def _run_on_workers(
+    fn: Callable[..., T],
+    frames: np.ndarray,
+    args: tuple,
+    kwargs: dict,
+    size: int,
+    shared: int,
+    scratch: int,
+    report: ProgressFn,
+) -> T:
+    global _workers
+    try:
+        if _workers is None or _workers.size != size:
+            _stop()
+            _workers = Workers(size)
+        arena = _workers.arena_for(shared, scratch)
+        clip = arena.bytes[: frames.nbytes].view(frames.dtype).reshape(frames.shape)
+        clip[...] = frames
+        job = ("job", arena.shm.name, arena.shared, arena.scratch, fn, frames.shape, frames.dtype.str, args, kwargs)
+        for link in _workers.links:
+            send(link, job)
+        ranks = ProcessRanks(0, size, _workers.links, arena, frames.nbytes)
+        result = fn(ranks, clip, *args, progress=report, **kwargs)
+        for link in _workers.links:
+            receive(link, "done")
+        return detach(result, arena)
+    except BaseException:
+        _stop()  # a worker may be anywhere in the clip: they start afresh next time
+        raise
+
+
+def detach(value: Any, arena: Arena) -> Any:
+    """``value`` with the arrays (in tuples and lists) that lie in the arena copied out of it."""
+    if isinstance(value, np.ndarray):
+        return value.copy() if arena.holds(value) else value
+    if isinstance(value, tuple | list):
+        return type(value)(detach(v, arena) for v in value)
+    return value
+
+
+def serve(link: connection.Connection, rank: int, size: int) -> None:
+    """A worker's loop: run each job's function as ``rank`` until the caller closes the connection."""
+    arena: Arena | None = None
+    while True:
+        try:
+            message = link.recv()
+        except (EOFError, OSError):
+            break
+        _, name, shared, scratch, fn, shape, dtype, args, kwargs = message
+        if arena is None or arena.shm.name != name:
+            if arena is not None:
+                arena.close()
+            arena = Arena.attach(name)
+        arena.shared, arena.scratch = shared, scratch
+        dtype = np.dtype(dtype)
+        clip = arena.bytes[: int(np.prod(shape)) * dtype.itemsize].view(dtype).reshape(shape)
+        try:
+            fn(ProcessRanks(rank, size, [link], arena, clip.nbytes), clip, *args, **kwargs)
+        except BaseException:  # told to the caller, which runs the clip on threads; then wait for the next job
+            import traceback
+
+            link.send(("error", traceback.format_exc()))
+            continue
+        link.send(("done", None))
+    if arena is not None:
+        arena.close()

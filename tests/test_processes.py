@@ -1,0 +1,112 @@
+"""The sprite matte on worker processes (core/processes.py): exactly the threads' result, and never lost work when a
+worker dies, the caller cancels or the input is bad."""
+
+from __future__ import annotations
+
+import logging
+
+import gameanim.nodes.sprite.matte as matte
+import numpy as np
+import pytest
+from gameanim.core import processes, threads
+from gameanim.core.progress import Cancelled
+from support import sprite_real as real
+
+
+@pytest.fixture
+def two_ranks(monkeypatch):
+    """Two ranks (the caller and one worker) whatever the machine's cores; the workers stopped afterwards."""
+    monkeypatch.setattr(threads, "WORKERS", 2)
+    monkeypatch.setattr(processes, "ENABLED", True)
+    yield
+    processes._stop()
+
+
+def on_threads(frames: np.ndarray, monkeypatch) -> tuple:
+    with monkeypatch.context() as patch:
+        patch.setattr(processes, "ENABLED", False)
+        return matte.remove_background(frames)
+
+
+def walk(key: str, generated: bool) -> np.ndarray:
+    return real.composite("robot", real.KEYS[key], jitter=4, generated=generated, seed=1)[0]
+
+
+@pytest.mark.usefixtures("two_ranks")
+@pytest.mark.parametrize(("key", "generated"), [("green", False), ("mid_grey", True), ("white", True)])
+def test_matte_on_processes_is_the_threads_matte_to_the_bit(key, generated, monkeypatch, caplog):
+    """The clean key, a noisy neutral key (the colour-model cut) and white: every map, decision and output the same."""
+    frames = walk(key, generated)
+    with caplog.at_level(logging.WARNING, logger=processes.__name__):
+        rgb, alpha, background = matte.remove_background(frames)
+    assert processes._workers is not None and not caplog.records  # it ran on the worker, no fallback
+    rgb_t, alpha_t, background_t = on_threads(frames, monkeypatch)
+    assert np.array_equal(rgb, rgb_t) and np.array_equal(alpha, alpha_t)
+    assert background.tolerance == background_t.tolerance and np.array_equal(background.rgb, background_t.rgb)
+    assert not processes._workers.arena.holds(alpha)  # copied out: the next clip reuses the arena
+
+
+@pytest.mark.usefixtures("two_ranks")
+def test_a_dead_worker_costs_time_not_the_clip(monkeypatch, caplog):
+    """A worker killed between clips: the clip runs on threads (same result, a warning), the next on new workers."""
+    frames = walk("magenta", False)
+    expected = on_threads(frames, monkeypatch)[1]
+    matte.remove_background(frames)
+    first = processes._workers
+    first.procs[0].kill()
+    first.procs[0].wait()
+    with caplog.at_level(logging.WARNING, logger=processes.__name__):
+        alpha = matte.remove_background(frames)[1]
+    assert np.array_equal(alpha, expected)
+    assert any("running on threads" in r.getMessage() for r in caplog.records)
+    assert processes._workers is None
+    assert np.array_equal(matte.remove_background(frames)[1], expected)
+    assert processes._workers is not None and processes._workers is not first
+
+
+@pytest.mark.usefixtures("two_ranks")
+def test_cancel_and_bad_input_stop_the_workers_and_the_next_clip_is_exact(monkeypatch):
+    frames = walk("blue", True)
+    expected = on_threads(frames, monkeypatch)[1]
+
+    def cancel(done: int, total: int) -> None:
+        if done >= 2:
+            raise Cancelled("cancelled by the user")
+
+    with pytest.raises(Cancelled):
+        matte.remove_background(frames, progress=cancel)
+    assert processes._workers is None
+    seen = []
+    assert np.array_equal(matte.remove_background(frames, progress=lambda d, t: seen.append((d, t)))[1], expected)
+    assert seen == [(done, len(frames)) for done in range(1, len(frames) + 1)]  # every frame once, in order
+    noisy = np.random.default_rng(0).random(frames.shape, np.float32)  # no solid key: the same error as on threads
+    with pytest.raises(matte.NotSolidError) as on_processes:
+        matte.remove_background(noisy)
+    with pytest.raises(matte.NotSolidError) as threaded:
+        on_threads(noisy, monkeypatch)
+    assert str(on_processes.value) == str(threaded.value)
+    assert np.array_equal(matte.remove_background(frames)[1], expected)
+
+
+@pytest.mark.usefixtures("two_ranks")
+def test_clips_beyond_the_arena_limit_run_on_threads(monkeypatch):
+    frames = walk("green", False)
+    monkeypatch.setattr(processes, "ARENA_MAX", frames.nbytes)
+    matte.remove_background(frames)
+    assert processes._workers is None
+
+
+def test_a_worker_sees_results_read_only():
+    """Every other rank reads the same memory: a result changed in place would change it for all of them."""
+    arena = processes.Arena.create(1 << 20)
+    arena.shared, arena.scratch = 4096, 1 << 19
+    try:
+        ranks = processes.ProcessRanks(0, 2, [], arena, 0)
+        value = {"a": np.arange(100_000, dtype=np.float32), "small": np.ones(3)}
+        back = ranks.unpack(ranks.pack(value))
+        assert np.array_equal(back["a"], value["a"]) and arena.holds(back["a"]) and not back["a"].flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            back["a"][0] = 1
+        del back
+    finally:
+        arena.close()
