@@ -330,6 +330,7 @@ class Workers:
 
 _workers: Workers | None = None
 _lock = threading.Lock()
+_unstartable = False  # the workers could not start once: threads for the rest of this process (one warning, no waits)
 
 
 def _stop() -> None:
@@ -376,11 +377,12 @@ def run(
     shared = -(-frames.nbytes // ALIGN) * ALIGN + arrays + 8 * ALIGN
     room = shared_memory_free()
     fits = shared + size * scratch <= ARENA_MAX and (room is None or shared + size * scratch <= room)
-    if size > 1 and ENABLED and fits and _lock.acquire(blocking=False):
+    if size > 1 and ENABLED and fits and not _unstartable and _lock.acquire(blocking=False):
         try:
             return _run_on_workers(fn, frames, args, kwargs, size, shared, scratch, report)
         except WorkerFailed as exc:
-            log.warning("GameAnim: %s; running on threads instead.", exc)
+            then = "from now on" if _unstartable else "instead"
+            log.warning("GameAnim: %s; running on threads %s.", exc, then)
         finally:
             _lock.release()
     with ThreadPoolExecutor(size) as pool:
@@ -397,11 +399,15 @@ def _run_on_workers(
     scratch: int,
     report: ProgressFn,
 ) -> T:
-    global _workers
+    global _workers, _unstartable
     try:
         if _workers is None or _workers.size != size:
             _stop()
-            _workers = Workers(size)
+            try:
+                _workers = Workers(size)
+            except WorkerFailed:
+                _unstartable = True
+                raise
         arena = _workers.arena_for(shared, scratch)
         clip = arena.bytes[: frames.nbytes].view(frames.dtype).reshape(frames.shape)
         clip[...] = frames

@@ -18,6 +18,7 @@ def two_ranks(monkeypatch):
     """Two ranks (the caller and one worker) whatever the machine's cores; the workers stopped afterwards."""
     monkeypatch.setattr(threads, "WORKERS", 2)
     monkeypatch.setattr(processes, "ENABLED", True)
+    monkeypatch.setattr(processes, "_unstartable", False)
     yield
     processes._stop()
 
@@ -44,6 +45,31 @@ def test_matte_on_processes_is_the_threads_matte_to_the_bit(key, generated, monk
     assert np.array_equal(rgb, rgb_t) and np.array_equal(alpha, alpha_t)
     assert background.tolerance == background_t.tolerance and np.array_equal(background.rgb, background_t.rgb)
     assert not processes._workers.arena.holds(alpha)  # copied out: the next clip reuses the arena
+
+
+@pytest.mark.usefixtures("two_ranks")
+def test_three_ranks_pass_each_other_their_results_through_the_caller(monkeypatch):
+    """Beyond two ranks a worker gets the other workers' shares from the caller: still the threads' matte."""
+    monkeypatch.setattr(threads, "WORKERS", 3)
+    frames = walk("light_grey", True)
+    alpha = matte.remove_background(frames)[1]
+    assert processes._workers is not None and processes._workers.size == 3
+    assert np.array_equal(alpha, on_threads(frames, monkeypatch)[1])
+
+
+@pytest.mark.usefixtures("two_ranks")
+def test_workers_that_cannot_start_leave_the_clips_to_threads(monkeypatch, tmp_path, caplog):
+    """A worker program that exits at once (here: missing) costs one warning; the clips run on threads, and later
+    clips do not try again."""
+    monkeypatch.setattr(processes, "WORKER_SCRIPT", tmp_path / "missing.py")
+    frames = walk("green", False)
+    expected = on_threads(frames, monkeypatch)[1]
+    with caplog.at_level(logging.WARNING, logger=processes.__name__):
+        assert np.array_equal(matte.remove_background(frames)[1], expected)
+        assert np.array_equal(matte.remove_background(frames)[1], expected)
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and "exited with code" in warnings[0] and "from now on" in warnings[0]
+    assert processes._workers is None
 
 
 @pytest.mark.usefixtures("two_ranks")
