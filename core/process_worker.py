@@ -8,6 +8,7 @@ nodes), so the functions the caller pickles by name resolve here to the same cod
 import importlib
 import importlib.machinery
 import json
+import signal
 import sys
 import types
 from multiprocessing import connection
@@ -29,6 +30,8 @@ def import_pack(package: str, root: str) -> types.ModuleType:
 
 def main() -> None:
     del sys.path[0]  # this script's folder: the pack's modules are imported as a package, never by their bare names
+    # Ctrl+C in the terminal reaches the whole process group: the caller decides, and its exit ends this worker.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     settings = json.loads(sys.stdin.readline())
     processes = import_pack(settings["package"], settings["root"])
     link = connection.Client(settings["address"], authkey=bytes.fromhex(settings["key"]))
