@@ -17,8 +17,8 @@ matte itself (its pages faulted in one by one, about 250 ms for 280 MB here).  C
 The workers start on first use as ``python process_worker.py`` (not through :mod:`multiprocessing`: its workers import
 the parent's ``__main__``, which under ComfyUI is the server's own main.py), connect back over an authenticated local
 connection, and stop when the caller's process ends.  Any exception on the caller's side (a cancel, bad input) stops
-them and they start afresh next time; when they cannot start, die or fail, the function runs again on threads, so no
-work is lost.
+them and they start afresh next time; when they die or fail, the function runs again on threads, so no work is lost;
+when they cannot start, every clip of the process runs on threads.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ ALIGN = 4096
 SMALL = 1 << 16  # buffers smaller than this travel inside the pickle, through the connection
 ARENA_MAX = 2 << 30  # bytes of shared memory the arena may hold between clips
 START_TIMEOUT = 60.0  # seconds for the workers to import numpy and OpenCV and connect
-ENABLED = True  # False: threads only (the benchmark's baseline)
+ENABLED = True  # False: threads only (a test patching functions in the caller alone; the bench's threads side)
 # glibc's malloc in a worker keeps what it frees (below 64 MB a block, up to 1 GB at the heap's top): it gave a young
 # worker's freed arrays back to the system after every clip and faulted them in again, 2,000 page faults a clip.
 WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
