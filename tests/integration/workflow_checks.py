@@ -8,6 +8,7 @@ downloaded its files into ``out_dir``.  Each fails when the workflow's point did
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from itertools import accumulate
 from pathlib import Path
@@ -64,5 +65,25 @@ def _action_set_client(server: Any, prompt: dict[str, Any], out_dir: Path) -> No
     _action_set_durations(server, prompt, sheet)
 
 
-API_CHECKS: dict[str, Callable[[Any, dict[str, Any], dict[str, Any]], None]] = {"vc2_action_set": _action_set_api}
+def _matte_on_workers(server: Any, prompt: dict[str, Any], entry: dict[str, Any]) -> None:
+    """Remove Background ran on the pack's worker processes inside ComfyUI: they are the server's children (one per
+    core beyond the first, up to three), and it never fell back to threads."""
+    log = server.log()
+    assert "running on threads" not in log, log[-3000:]
+    workers = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:  # ended meanwhile
+            continue
+        if int(stat[1]) == server.process.pid and any(part.endswith(b"process_worker.py") for part in command):
+            workers.append(pid)
+    assert len(workers) == min(4, os.cpu_count() or 1) - 1, workers
+
+
+API_CHECKS: dict[str, Callable[[Any, dict[str, Any], dict[str, Any]], None]] = {
+    "vc2_action_set": _action_set_api,
+    "sprite_postprocess": _matte_on_workers,
+}
 CLIENT_CHECKS: dict[str, Callable[[Any, dict[str, Any], Path], None]] = {"vc2_action_set": _action_set_client}
