@@ -4,6 +4,7 @@ worker dies, the caller cancels or the input is bad."""
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 
 import gameanim.nodes.sprite.matte as matte
 import numpy as np
@@ -120,6 +121,32 @@ def test_clips_beyond_the_arena_limit_run_on_threads(monkeypatch):
     monkeypatch.setattr(processes, "ARENA_MAX", frames.nbytes)
     matte.remove_background(frames)
     assert processes._workers is None
+
+
+@pytest.mark.usefixtures("two_ranks")
+def test_a_clip_matted_while_another_is_runs_on_threads(monkeypatch):
+    """One clip at a time on the workers; a second caller meanwhile (another thread) gets threads, not a wait."""
+    frames = [walk("white", False), walk("black", True)]
+    expected = [on_threads(f, monkeypatch)[1] for f in frames]
+    with ThreadPoolExecutor(2) as callers:
+        results = list(callers.map(lambda f: matte.remove_background(f)[1], frames))
+    assert all(np.array_equal(a, b) for a, b in zip(results, expected, strict=True))
+
+
+def test_results_beyond_a_ranks_part_of_the_arena_travel_in_the_pickle():
+    arena = processes.Arena.create(1 << 20)
+    arena.shared, arena.scratch = 4096, 1 << 17
+    try:
+        ranks = processes.ProcessRanks(0, 2, [], arena, 0)
+        value = [np.full(30_000, i, np.float32) for i in range(3)]  # 120 kB each: the first fits, the rest do not
+        data, spans = ranks.pack(value)
+        assert len(spans) == 1 and len(data) > 2 * value[0].nbytes
+        back = ranks.unpack((data, spans))
+        assert all(np.array_equal(a, b) for a, b in zip(back, value, strict=True))
+        assert arena.holds(back[0]) and not arena.holds(back[1])
+        del back
+    finally:
+        arena.close()
 
 
 def test_a_worker_sees_results_read_only():
