@@ -47,7 +47,7 @@ from .progress import ProgressFn, no_progress
 WORKER_SCRIPT = Path(__file__).with_name("process_worker.py")
 ALIGN = 4096
 SMALL = 1 << 16  # buffers smaller than this travel inside the pickle, through the connection
-ARENA_MAX = 2 << 30  # bytes of shared memory the arena may hold between clips
+ARENA_MAX = 1 << 30  # bytes of shared memory the arena may hold between clips (RAM the models share)
 START_TIMEOUT = 60.0  # seconds for the workers to import numpy and OpenCV and connect
 ENABLED = True  # False: threads only (a test patching functions in the caller alone; the bench's threads side)
 # glibc's malloc in a worker keeps what it frees (below 64 MB a block, up to 1 GB at the heap's top): it gave a young
