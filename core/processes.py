@@ -33,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing import connection, shared_memory
@@ -89,14 +90,7 @@ class ThreadRanks:
         return np.empty(shape, dtype)
 
     def for_each(self, fn: Callable[[int], None], count: int, progress: ProgressFn) -> None:
-        jobs = [self.pool.submit(fn, i) for i in range(count)]
-        try:
-            for i, job in enumerate(jobs):
-                job.result()
-                progress(i + 1, count)
-        finally:
-            for job in jobs:
-                job.cancel()
+        threads.run_chunks(lambda start, _: fn(start), count, 1, progress)
 
 
 class WorkerFailed(RuntimeError):
@@ -127,6 +121,11 @@ class Arena:
         else:  # Windows: no resource tracker; the mapping ends with its last handle
             shm = shared_memory.SharedMemory(name=name)
         return cls(shm, owner=False)
+
+    def view(self, start: int, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """An array of ``shape`` and ``dtype`` on the arena's bytes from ``start``."""
+        dtype = np.dtype(dtype)
+        return self.bytes[start : start + int(np.prod(shape)) * dtype.itemsize].view(dtype).reshape(shape)
 
     def holds(self, array: np.ndarray) -> bool:
         start = array.__array_interface__["data"][0]
@@ -159,17 +158,16 @@ class ProcessRanks:
 
     def __init__(self, rank: int, size: int, links: list[connection.Connection], arena: Arena, shared: int) -> None:
         self.rank, self.size, self.links, self.arena = rank, size, links, arena
-        self.next = shared  # the clip itself lies before
+        self.next = aligned(shared)  # the clip itself lies before
         self.sent = 0  # bytes of this rank's part of the arena in use
         self.progress: ProgressFn | None = None
 
     def empty(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-        dtype = np.dtype(dtype)
-        count = int(np.prod(shape)) * dtype.itemsize
+        count = int(np.prod(shape)) * np.dtype(dtype).itemsize
         if self.next + count > self.arena.shared:
             raise RuntimeError("the arena's shared part is too small for this clip (a bug in its estimate)")
-        array = self.arena.bytes[self.next : self.next + count].view(dtype).reshape(shape)
-        self.next += -(-count // ALIGN) * ALIGN
+        array = self.arena.view(self.next, shape, dtype)
+        self.next += aligned(count)
         return array
 
     def map(self, fn: Callable[..., T], *iterables: Iterable) -> list[T]:
@@ -236,6 +234,11 @@ class ProcessRanks:
             send(link, ("result", packed))
             shares = receive(link, "results")
         return {rank: self.unpack(share) for rank, share in shares.items() if rank != self.rank}
+
+
+def aligned(count: int) -> int:
+    """``count`` bytes rounded up to whole pages (``ALIGN``)."""
+    return -(-count // ALIGN) * ALIGN
 
 
 def send(link: connection.Connection, message: tuple) -> None:
@@ -363,6 +366,14 @@ def shared_memory_free() -> int | None:
     return stat.f_bavail * stat.f_frsize
 
 
+def arena_fits(size: int) -> bool:
+    """Whether an arena of ``size`` bytes may be had: within ``ARENA_MAX`` and the free shared memory, counting the
+    arena already held (reused, or given back for the larger one)."""
+    room = shared_memory_free()
+    held = _workers.arena.shm.size if _workers is not None and _workers.arena is not None else 0
+    return size <= ARENA_MAX and (room is None or size <= room + held)
+
+
 def run(
     fn: Callable[..., T],
     frames: np.ndarray,
@@ -380,10 +391,9 @@ def run(
     size = threads.WORKERS
     report = progress or no_progress
     scratch = frames.nbytes * 3 // 2  # each rank's sent buffers over a clip: about the clip's size; beyond, in band
-    shared = -(-frames.nbytes // ALIGN) * ALIGN + arrays + 8 * ALIGN
-    room = shared_memory_free()
-    fits = shared + size * scratch <= ARENA_MAX and (room is None or shared + size * scratch <= room)
-    if size > 1 and ENABLED and fits and not _unstartable and _lock.acquire(blocking=False):
+    shared = aligned(frames.nbytes) + arrays + 8 * ALIGN
+    on_workers = size > 1 and ENABLED and not _unstartable
+    if on_workers and arena_fits(shared + size * scratch) and _lock.acquire(blocking=False):
         try:
             return _run_on_workers(fn, frames, args, kwargs, size, shared, scratch, report)
         except WorkerFailed as exc:
@@ -415,7 +425,7 @@ def _run_on_workers(
                 _unstartable = True
                 raise
         arena = _workers.arena_for(shared, scratch)
-        clip = arena.bytes[: frames.nbytes].view(frames.dtype).reshape(frames.shape)
+        clip = arena.view(0, frames.shape, frames.dtype)
         clip[...] = frames
         job = ("job", arena.shm.name, arena.shared, arena.scratch, fn, frames.shape, frames.dtype.str, args, kwargs)
         for link in _workers.links:
@@ -453,13 +463,10 @@ def serve(link: connection.Connection, rank: int, size: int) -> None:
                 arena.close()
             arena = Arena.attach(name)
         arena.shared, arena.scratch = shared, scratch
-        dtype = np.dtype(dtype)
-        clip = arena.bytes[: int(np.prod(shape)) * dtype.itemsize].view(dtype).reshape(shape)
+        clip = arena.view(0, shape, dtype)
         try:
             fn(ProcessRanks(rank, size, [link], arena, clip.nbytes), clip, *args, **kwargs)
         except BaseException:  # told to the caller, which runs the clip on threads; then wait for the next job
-            import traceback
-
             link.send(("error", traceback.format_exc()))
             continue
         link.send(("done", None))

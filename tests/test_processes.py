@@ -124,6 +124,22 @@ def test_clips_beyond_the_arena_limit_run_on_threads(monkeypatch):
 
 
 @pytest.mark.usefixtures("two_ranks")
+def test_the_arena_held_counts_as_room_for_the_next_clip(monkeypatch):
+    """Shared memory full with the arena itself (a small /dev/shm): the next clip of the same size reuses it."""
+    frames = walk("mid_grey", False)
+    matte.remove_background(frames)
+    monkeypatch.setattr(processes, "shared_memory_free", lambda: 0)
+    ran = []
+    on_workers = processes._run_on_workers
+    monkeypatch.setattr(processes, "_run_on_workers", lambda *args: ran.append(1) or on_workers(*args))
+    matte.remove_background(frames)
+    assert ran == [1]
+    monkeypatch.setattr(processes, "ARENA_MAX", processes._workers.arena.shm.size - 1)  # the limit still holds
+    matte.remove_background(frames)
+    assert ran == [1]
+
+
+@pytest.mark.usefixtures("two_ranks")
 def test_a_clip_matted_while_another_is_runs_on_threads(monkeypatch):
     """One clip at a time on the workers; a second caller meanwhile (another thread) gets threads, not a wait."""
     frames = [walk("white", False), walk("black", True)]
