@@ -395,7 +395,7 @@ def matte_clip(
             range(t),
         )
     )
-    sprite = list(pool.map(lambda f: ~f[2], found))  # not connected to the border background
+    sprite = [~f[2] for f in found]  # not connected to the border background (one pass a frame: no map's exchange)
     drawn = drawn_pockets(lab, sprite, [f[3] for f in found], map_=pool.map, regions=[f[5] for f in found])
     # Pockets that are no drawn part: background seen through.
     bgs = [bg | ((labels > 0) & ~drawn[i]) for i, (_, _, bg, labels, _, _) in enumerate(found)]
