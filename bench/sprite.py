@@ -59,11 +59,11 @@ def on_threads(fn):
     from gameanim.core import processes
 
     def run() -> object:
-        processes.ENABLED = False
+        saved, processes.ENABLED = processes.ENABLED, False
         try:
             return fn()
         finally:
-            processes.ENABLED = True
+            processes.ENABLED = saved
 
     return run
 
