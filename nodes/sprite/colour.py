@@ -9,14 +9,16 @@ from __future__ import annotations
 import numpy as np
 
 
-def distance(values: np.ndarray, model: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+def distance(
+    values: np.ndarray, model: np.ndarray, weights: np.ndarray | None = None, out: np.ndarray | None = None
+) -> np.ndarray:
     """Euclidean distance along the last axis of 3 (ΔE76 for Lab values), each channel scaled by ``weights``
-    when given (a clip's :func:`.matte.noise_weights`)."""
+    when given (a clip's :func:`.matte.noise_weights`), written into ``out`` when given."""
     d = values - model
     if weights is not None:
         d *= weights
     d *= d
-    return np.sqrt(d[..., 0] + d[..., 1] + d[..., 2])
+    return np.sqrt(d[..., 0] + d[..., 1] + d[..., 2], out=out)
 
 
 def channel_max(values: np.ndarray) -> np.ndarray:

@@ -364,25 +364,35 @@ def key_kind(frames: np.ndarray, band: np.ndarray, map_: Callable = map) -> Lite
     drawn up to the key in colours within ``FAINT`` of it, Tux's black body on black, reads so too).  The frames
     are looked at through ``map_`` (a thread pool's map).
     """
-    # [T,N,3], by flat index (a boolean pick is several times slower); the median along a contiguous last axis.
-    border = frames.reshape(len(frames), -1, 3).take(np.flatnonzero(band), axis=1)
-    key = np.median(np.ascontiguousarray(border.transpose(0, 2, 1)), axis=2)[:, None, :]
-    if not border.size or float(np.quantile(channel_max(np.abs(border - key)), 0.99, axis=1).max()) > EXACT_NOISE:
-        return "noisy"
+    at = np.flatnonzero(band)
+    counted = set(spread(len(frames)).tolist())
 
-    def ring_counts(i: int) -> tuple[int, int]:
-        """(faint, all) pixels of the ring just around frame ``i``'s exact key."""
-        near = cv2.inRange(frames[i], key[i, 0] - EXACT_NOISE, key[i, 0] + EXACT_NOISE) > 0  # every channel within
+    def frame_key(i: int) -> tuple[float, int, int]:
+        """Frame ``i``'s border noise (the 99th percentile of its pixels' offsets from their median colour) and, on the
+        frames the ring is counted on whose border is exact, the (faint, all) pixels of the ring around the key."""
+        # By flat index (a boolean pick is several times slower); the median along a contiguous last axis.
+        border = frames[i].reshape(-1, 3).take(at, axis=0)
+        key = np.median(np.ascontiguousarray(border.T), axis=1)
+        noise = float(np.quantile(channel_max(np.abs(border - key)), 0.99))
+        if noise > EXACT_NOISE or i not in counted:
+            return noise, 0, 0
+        near = cv2.inRange(frames[i], key - EXACT_NOISE, key + EXACT_NOISE) > 0  # every channel within
         exact = border_connected(near)
         box = around(~exact)  # the ring lies inside it, and so do its pixels' neighbours
         if box is None:
-            return 0, 0
+            return noise, 0, 0
         exact = exact[box]
         ring = (cv2.dilate(exact.view(np.uint8), np.ones((3, 3), np.uint8)) > 0) & ~exact
-        off = channel_max(np.abs(frames[i][box][ring] - key[i, 0]))
-        return int(np.count_nonzero(off <= FAINT)), len(off)
+        off = channel_max(np.abs(frames[i][box][ring] - key))
+        return noise, int(np.count_nonzero(off <= FAINT)), len(off)
 
-    faint, total = (sum(counts) for counts in zip(*map_(ring_counts, spread(len(frames))), strict=True))
+    if not at.size:
+        return "noisy"
+    # One pass over the frames: the ring is counted where a frame's own border is exact, and counts when all are.
+    noise, faint, total = (list(v) for v in zip(*map_(frame_key, range(len(frames))), strict=True))
+    if max(noise) > EXACT_NOISE:
+        return "noisy"
+    faint, total = sum(faint), sum(total)
     return "compressed" if total and faint > 0.5 * total else "exact"
 
 

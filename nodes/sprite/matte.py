@@ -239,9 +239,10 @@ class Surface:
         v = np.asarray(ys, np.float32) / max(self.h - 1, 1) * 2 - 1
         return np.stack([np.ones_like(u), u, v, u * u, u * v, v * v], axis=-1)
 
-    def render(self, coef: np.ndarray) -> np.ndarray:
-        """``[h,w,C]`` values of the surface ``coef [6,C]`` (bilinear between grid nodes)."""
-        return cv2.resize(self.grid() @ coef, (self.w, self.h), interpolation=cv2.INTER_LINEAR).reshape(
+    def render(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """``[h,w,C]`` values of the surface ``coef [6,C]`` (bilinear between grid nodes), written into ``out`` (of
+        three channels) when given."""
+        return cv2.resize(self.grid() @ coef, (self.w, self.h), dst=out, interpolation=cv2.INTER_LINEAR).reshape(
             self.h, self.w, -1
         )
 
@@ -328,8 +329,9 @@ def remove_background(
     frames = check_frames(frames)
     if not 0 <= low < high:
         raise InputError(f"The tolerances must satisfy 0 <= low < high; got low={low}, high={high}.")
-    # Taken from the ranks' shared arrays: the Lab clip, the gradients, the colours and alpha (8 floats a pixel).
-    arrays = frames.nbytes // 3 * 8 + 4 * processes.ALIGN
+    # Taken from the ranks' shared arrays: the Lab clip, the gradients, the background models, the key distances,
+    # the pocket labels, the colours, alpha (13 floats a pixel) and the soft pixels (a byte).
+    arrays = frames.nbytes // 3 * 13 + frames.nbytes // 12 + 8 * processes.ALIGN
     return processes.run(
         matte_clip, frames, low, high, border, cleanup, min_solid_fraction, min_hole, arrays=arrays, progress=progress
     )
@@ -358,12 +360,12 @@ def matte_clip(
     kind = key_kind(frames, band, pool.map)
     exact = kind == "exact"
 
-    def colour(i: int) -> None:
+    def colour(i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         frame_lab(frames[i], out=lab[i], blur=not exact)
         lab_gradient(lab[i], out=grads[i])
+        return border_fit(lab[i], surface, border, low)
 
-    list(pool.map(colour, range(t)))
-    coefs, tol, resid, weak = fit_backgrounds(lab, surface, border, low, pool.map)
+    coefs, tol, resid, weak = fit_backgrounds(lab, surface, border, low, pool.map, pool.map(colour, range(t)))
     try:
         background = describe(surface, coefs, tol, resid, high, min_solid_fraction)
     except NotSolidError:
@@ -389,11 +391,25 @@ def matte_clip(
     shaded = None
     if codec:  # a gap's inside varies with the noise the codec kept (see SHADED_NOISE)
         shaded = SHADED if kind == "compressed" else float(np.hypot(SHADED, SHADED_NOISE * key_noise))
-    found = list(
-        pool.map(
-            lambda i: find_pockets(lab[i], grads[i], surface, coefs[i], tol, min_hole, level, weak, key_noise, shaded),
-            range(t),
-        )
+    # Written in place, so they travel between processes as their place (see processes.ProcessRanks.pack).
+    models = pool.empty(frames.shape, np.float32)
+    dists = pool.empty((t, h, w), np.float32)
+    pockets = pool.empty((t, h, w), np.int32)
+    found = pool.map(
+        lambda i: find_pockets(
+            lab[i],
+            grads[i],
+            surface,
+            coefs[i],
+            tol,
+            min_hole,
+            level,
+            weak,
+            key_noise,
+            shaded,
+            out=(models[i], dists[i], pockets[i]),
+        ),
+        range(t),
     )
     sprite = [~f[2] for f in found]  # not connected to the border background (one pass a frame: no map's exchange)
     drawn = drawn_pockets(lab, sprite, [f[3] for f in found], map_=pool.map, regions=[f[5] for f in found])
@@ -434,6 +450,7 @@ def matte_clip(
     rim = soft_edge_width([f[1] for f in found], bgs, pool.map)
     rgb = pool.empty(frames.shape, np.float32)
     alpha = pool.empty((t, h, w), np.float32)
+    softs = pool.empty((t, h, w), np.bool_)
     speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
     # The calm part of the character is opaque where its colour is within the weak band (unmix's ``kept``) where
     # a colour-model cut decided it, and on a noisy key after a block codec: there the weak band, four times a
@@ -461,6 +478,7 @@ def matte_clip(
             gained=gained[i],
             coloured=not neutral,
         )
+        np.copyto(softs[i], soft_pixels(alpha[i]))
 
     pool.for_each(matte, t, report)
     # On a noise-free key a part drawn in the key's colour has the background's colour exactly, and steadied it
@@ -468,7 +486,7 @@ def matte_clip(
     # noise: there the borrowing also softens gaps wrongly kept as drawn parts in a frame or two (Frozen-Bubble
     # with the generated look on light grey went 0.5 -> 0.8 % in its worst frame).
     fixed = np.stack(drawn) if exact and any(d.any() for d in drawn) else None
-    ys, xs = steady_edges(alpha, lab, tol, map_=pool.map, fixed=fixed)
+    ys, xs = steady_edges(alpha, lab, tol, map_=pool.map, fixed=fixed, softs=softs)
 
     def despill(i: int) -> None:  # the despilled colour follows the steadied alpha
         soft = (alpha[i, ys, xs] > 0) & (alpha[i, ys, xs] < 1)
@@ -535,8 +553,25 @@ def noise_weights(resid: np.ndarray) -> np.ndarray | None:
     return np.array([1.0, scale, scale], np.float32)
 
 
+def border_fit(
+    frame: np.ndarray, surface: Surface, border: int, low: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(coefficients, residuals, pixels)`` of pass 1 of :func:`fit_backgrounds` on one Lab frame: its surface
+    fitted to the ``border``-wide band (every other pixel of it)."""
+    by, bx, edge = surface.border(border)
+    # The band's pixels by flat index: indexing a frame with two index arrays is several times slower.
+    px = frame.reshape(-1, 3).take(by * frame.shape[1] + bx, axis=0)
+    coef = fit_surface(edge, px, max(low, 1.0))
+    return coef, distance(px, edge @ coef), px
+
+
 def fit_backgrounds(
-    lab: np.ndarray, surface: Surface, border: int, low: float, map_: Callable = map
+    lab: np.ndarray,
+    surface: Surface,
+    border: int,
+    low: float,
+    map_: Callable = map,
+    border_fits: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
 ) -> tuple[list, float, np.ndarray, Weak | None]:
     """``(surface coefficients per frame, tolerance, border residuals, weak band in noise units)`` of a clip's
     Lab frames (the weak band: see :func:`noise_weights`; None where the noise needs no whitening).
@@ -544,18 +579,12 @@ def fit_backgrounds(
     Pass 1 fits each frame's surface to the border band (every other pixel of it) and measures the
     tolerance from the residuals, pooled over the clip.  Pass 2 refits on everything pass 1 calls
     background (every 6th pixel in x and y: the surface is smooth), so a vignette's centre fits too.
-    Each pass runs frame by frame through ``map_`` (a thread pool's map).
+    Each pass runs frame by frame through ``map_`` (a thread pool's map); pass 1's results are ``border_fits``
+    when given (:func:`border_fit` of each frame, taken with the frames' Lab: one exchange between processes less).
     """
-    by, bx, edge = surface.border(border)
-    # The band's pixels by flat index: indexing a frame with two index arrays is several times slower.
-    at = by * lab.shape[2] + bx
-
-    def first(frame: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        px = frame.reshape(-1, 3).take(at, axis=0)
-        coef = fit_surface(edge, px, max(low, 1.0))
-        return coef, distance(px, edge @ coef), px
-
-    border_fits = list(map_(first, lab))
+    _, _, edge = surface.border(border)
+    if border_fits is None:
+        border_fits = list(map_(lambda frame: border_fit(frame, surface, border, low), lab))
     tol = noise_tolerance(np.concatenate([resid for _, resid, _ in border_fits]), low)
     coarse = surface.coarse()
 
@@ -587,18 +616,21 @@ def find_pockets(
     weak: Weak | None = None,
     key_noise: float | None = None,
     shaded: float | None = None,
+    out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(model, dist, border background, pocket labels, seen, pocket regions)`` of one frame (the regions as
     :func:`pocket_labels` gives them): the first half of the matte, before the clip decides which pockets are drawn
     parts.  ``seen``: near-key parts that an edge (a gradient
     ``grad`` of at least ``level`` ΔE/px) separates from the background (:func:`.edges.edge_cut`; under noise,
-    ``key_noise``: the key's own median distance from its model, no nearer the key than ``KEY_GAP`` times that)."""
-    model = surface.render(coef)
-    dist = distance(lab, model)
+    ``key_noise``: the key's own median distance from its model, no nearer the key than ``KEY_GAP`` times that).
+    The model, distance and labels are written into ``out`` when given (frames of the clip's arrays)."""
+    model_out, dist_out, labels_out = out or (None, None, None)
+    model = surface.render(coef, out=model_out)
+    dist = distance(lab, model, out=dist_out)
     bg = background_region(dist, tol)
     seen = edge_cut(bg, grad, level, min_hole, dist, key_noise)
     bg &= ~seen
-    labels, regions = pocket_labels(dist, tol, bg, min_hole, lab, model, grad < level, weak, shaded)
+    labels, regions = pocket_labels(dist, tol, bg, min_hole, lab, model, grad < level, weak, shaded, out=labels_out)
     return model, dist, bg, labels, seen, regions
 
 
@@ -665,6 +697,11 @@ def matte_frame(
     return rgb, alpha
 
 
+def soft_pixels(alpha: np.ndarray) -> np.ndarray:
+    """Where ``alpha`` is semi-transparent."""
+    return (alpha > 0) & (alpha < 1)
+
+
 def steady_edges(
     alpha: np.ndarray,
     lab: np.ndarray,
@@ -672,6 +709,7 @@ def steady_edges(
     reach: int = 8,
     map_: Callable = map,
     fixed: np.ndarray | None = None,
+    softs: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Average, in place, each soft pixel's alpha over the frames in which it has the same colour;
     return the coordinates ``(ys, xs)`` of the pixels it touched.
@@ -685,11 +723,11 @@ def steady_edges(
     frame are touched.  A pixel that is ``fixed`` (bool ``[T,H,W]``) in a frame neither lends its alpha there nor
     borrows: a part drawn in the key's colour on a noise-free key has the colour the key has where the part is not
     (Frozen-Bubble's pupils on black came out 0.2-0.3 opaque).  Frames, then groups of pixels, go through ``map_``
-    (a thread pool's map).
+    (a thread pool's map); ``softs`` (bool ``[T,H,W]``), when given, are each frame's semi-transparent pixels.
     """
     t = len(alpha)
     soft = np.zeros(alpha.shape[1:], bool)
-    for frame in map_(lambda a: (a > 0) & (a < 1), alpha):
+    for frame in map_(soft_pixels, alpha) if softs is None else softs:
         soft |= frame
     ys, xs = np.nonzero(soft)
     if t < 2 or not len(ys):
@@ -747,9 +785,10 @@ def pocket_labels(
     calm: np.ndarray | None = None,
     weak: Weak | None = None,
     shaded: float | None = None,
+    out: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(labels, regions)``: a label image ``[H,W]`` (int32, 0 = none) of the key-coloured pockets the sprite
-    encloses (``1..P``) and of its other enclosed regions within ``3·tol`` (``-1..-S``: smaller than a pocket or offset
+    """``(labels, regions)``: a label image ``[H,W]`` (int32, 0 = none; written into ``out`` when given) of the
+    key-coloured pockets the sprite encloses (``1..P``) and of its other enclosed regions within ``3·tol`` (``-1..-S``: smaller than a pocket or offset
     from the key, they stay opaque, and over the clip they show where a drawn part is still there, see
     :func:`.pockets.drawn_pockets`), and per region its label, box and area ``[R,6]`` (label, y, x, height, width,
     area; OpenCV's component statistics, which :func:`.pockets.drawn_pockets` would otherwise count again).
@@ -768,7 +807,10 @@ def pocket_labels(
     Whether a pocket is background or a part drawn in the key colour is decided over the clip
     (:func:`.pockets.drawn_pockets`).
     """
-    out = np.zeros(dist.shape, np.int32)
+    if out is None:
+        out = np.zeros(dist.shape, np.int32)
+    else:
+        out[...] = 0
     box = sprite_box(~bg)
     if min_hole <= 0 or box is None:
         return out, np.zeros((0, 6), np.int64)
