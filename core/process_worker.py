@@ -36,7 +36,7 @@ def main() -> None:
     processes = import_pack(settings["package"], settings["root"])
     link = connection.Client(settings["address"], authkey=bytes.fromhex(settings["key"]))
     link.send(settings["rank"])
-    processes.serve(link, settings["rank"], settings["size"])
+    processes.serve(link, settings["rank"], settings["size"], settings["tickets"])
 
 
 if __name__ == "__main__":

@@ -3,10 +3,10 @@
 Python threads (:mod:`.threads`) share one interpreter lock.  The sprite matte makes some 1,500 short numpy and
 OpenCV calls a frame; each hands the lock over, and with two threads those handovers, not the work, set the pace
 (docs/sprite.md, "Speed of the matte").  Here every rank is a process with a lock of its own, and every rank runs the
-same function on the same clip (single program, multiple data): :meth:`ProcessRanks.map` computes the rank's share of
-the items (item ``i`` on rank ``i % size``) and hands every rank all the results, so the code between the maps runs on
-every rank on the same values and the function reads as it would on one thread.  The results are exact: each item is
-computed by the same code on the same inputs as on a thread.
+same function on the same clip (single program, multiple data): :meth:`ProcessRanks.map` computes the items the rank
+takes (as it comes for them, from :class:`Tickets`) and hands every rank all the results, so the code between the maps
+runs on every rank on the same values and the function reads as it would on one thread.  The results are exact: each
+item is computed by the same code on the same inputs as on a thread, whichever rank takes it.
 
 Large arrays travel through one shared-memory arena: the clip, the arrays :meth:`ProcessRanks.empty` allocates (per-frame
 work writes its output into them in place) and the results' buffers, pickled out of band into the sender's part of the
@@ -29,6 +29,7 @@ import logging
 import os
 import pickle
 import secrets
+import select
 import subprocess
 import sys
 import threading
@@ -153,11 +154,49 @@ def _untracked(name: str) -> shared_memory.SharedMemory:
         resource_tracker.register = register
 
 
+class Tickets:
+    """A map's items handed out as the ranks come for them: item numbers in a pipe every rank reads from.
+
+    Frames cost unlike amounts (a wider pose, more pockets): handed out in turn, frame ``i`` to rank ``i % size``, one
+    rank waited for the other at every map.  The caller writes a map's item numbers and one end mark per rank in one
+    write (atomic up to ``select.PIPE_BUF``); each rank reads one number at a time until it reads an end mark.  No
+    rank leaves a map's exchange before every rank has read its end mark, so the pipe is empty when the next map's
+    numbers are written."""
+
+    END = 0xFFFFFFFF
+    MOST = select.PIPE_BUF // 4  # numbers and end marks one write can hold
+
+    def __init__(self, read: int, write: int | None = None) -> None:
+        self.read, self.write = read, write
+
+    def fit(self, count: int, size: int) -> bool:
+        """Whether a map of ``count`` items is handed out so (larger ones: frame ``i`` to rank ``i % size``)."""
+        return count + size <= self.MOST
+
+    def deal(self, count: int, size: int) -> None:
+        """The caller's part: the numbers ``0..count-1`` and ``size`` end marks."""
+        marks = np.concatenate([np.arange(count), np.full(size, self.END)]).astype("<u4")
+        os.write(self.write, marks.tobytes())
+
+    def take(self) -> int | None:
+        """The next item number, or None at this rank's end mark."""
+        number = int(np.frombuffer(os.read(self.read, 4), "<u4")[0])
+        return None if number == self.END else number
+
+
 class ProcessRanks:
     """One rank of a clip's run: its share of each map, the shared arrays, the exchange of results."""
 
-    def __init__(self, rank: int, size: int, links: list[connection.Connection], arena: Arena, shared: int) -> None:
-        self.rank, self.size, self.links, self.arena = rank, size, links, arena
+    def __init__(
+        self,
+        rank: int,
+        size: int,
+        links: list[connection.Connection],
+        arena: Arena,
+        shared: int,
+        tickets: Tickets | None = None,
+    ) -> None:
+        self.rank, self.size, self.links, self.arena, self.tickets = rank, size, links, arena, tickets
         self.next = aligned(shared)  # the clip itself lies before
         self.sent = 0  # bytes of this rank's part of the arena in use
         self.progress: ProgressFn | None = None
@@ -172,18 +211,26 @@ class ProcessRanks:
 
     def map(self, fn: Callable[..., T], *iterables: Iterable) -> list[T]:
         items = list(zip(*iterables, strict=False))  # as Executor.map: up to the shortest
+        count = len(items)
+        if self.tickets is not None and self.tickets.fit(count, self.size):
+            if self.rank == 0:
+                self.tickets.deal(count, self.size)
+            order: Iterable[int] = iter(self.tickets.take, None)
+        else:
+            order = range(self.rank, count, self.size)
         mine, told = [], 0
-        for k, i in enumerate(range(self.rank, len(items), self.size)):
-            mine.append(fn(*items[i]))
-            if self.progress is not None:  # every count once, in order; the last after the exchange
-                for done in range(told + 1, min(len(items) - 1, (k + 1) * self.size) + 1):
-                    self.progress(done, len(items))
-                told = max(told, min(len(items) - 1, (k + 1) * self.size))
+        for i in order:
+            mine.append((i, fn(*items[i])))
+            if self.progress is not None:  # every count once, in order (items up to i are taken); the last after
+                for done in range(told + 1, min(count - 1, i + 1) + 1):  # the exchange
+                    self.progress(done, count)
+                told = max(told, min(count - 1, i + 1))
         shares = self.exchange(self.pack(mine))
         shares[self.rank] = mine
-        out: list = [None] * len(items)
-        for rank, share in shares.items():
-            out[rank :: self.size] = share
+        out: list = [None] * count
+        for share in shares.values():
+            for i, result in share:
+                out[i] = result
         return out
 
     def for_each(self, fn: Callable[[int], None], count: int, progress: ProgressFn) -> None:
@@ -196,13 +243,18 @@ class ProcessRanks:
             progress(count, count)
 
     def pack(self, obj: Any) -> tuple[bytes, list[tuple[int, int]]]:
-        """``obj`` pickled, its large buffers copied into this rank's part of the arena: ``(pickle, spans)``."""
+        """``obj`` pickled, its large buffers copied into this rank's part of the arena: ``(pickle, spans)``.  A
+        buffer already in the arena's shared part (a frame of a :meth:`empty` array) travels as its place."""
         base = self.arena.shared + self.rank * self.arena.scratch
         spans: list[tuple[int, int]] = []
 
         def out_of_band(buffer: pickle.PickleBuffer) -> bool:
             raw = buffer.raw()
             count = raw.nbytes
+            at = np.frombuffer(raw, np.uint8).ctypes.data - self.arena.address if count else -1
+            if 0 <= at and at + count <= self.arena.shared:
+                spans.append((at, count))
+                return False
             if count < SMALL or self.sent + count > self.arena.scratch:
                 return True  # inside the pickle
             start = base + self.sent
@@ -214,8 +266,9 @@ class ProcessRanks:
         return pickle.dumps(obj, protocol=5, buffer_callback=out_of_band), spans
 
     def unpack(self, packed: tuple[bytes, list[tuple[int, int]]]) -> Any:
-        """The other rank's object; its large arrays are read-only views of the sender's part of the arena (every
-        other rank reads the same memory: a result is never changed in place)."""
+        """The other rank's object; its large arrays are read-only views of the arena (of the sender's part, or of
+        the shared part where it wrote them: every other rank reads the same memory, and a result is never changed in
+        place)."""
         data, spans = packed
         view = self.arena.shm.buf
         return pickle.loads(data, buffers=[view[start : start + count].toreadonly() for start, count in spans])
@@ -271,6 +324,9 @@ class Workers:
         package, root = __package__.rsplit(".", 1)[0], str(Path(__file__).resolve().parents[1])
         self.procs = []
         self.links: list[connection.Connection | None] = [None] * (size - 1)
+        # The tickets' pipe, inherited by the workers (POSIX; elsewhere frame i goes to rank i % size).
+        self.tickets = Tickets(*os.pipe()) if os.name == "posix" else None
+        inherit = {"pass_fds": (self.tickets.read,)} if self.tickets else {}
         try:
             for rank in range(1, size):
                 proc = subprocess.Popen(
@@ -278,9 +334,11 @@ class Workers:
                     stdin=subprocess.PIPE,
                     stdout=subprocess.DEVNULL,
                     env={**os.environ, **WORKER_MALLOC},
+                    **inherit,
                 )
                 self.procs.append(proc)
                 hello = {"package": package, "root": root, "address": self.listener.address, "key": key.hex()}
+                hello["tickets"] = self.tickets.read if self.tickets else None  # a file descriptor of this pipe
                 proc.stdin.write(json.dumps({**hello, "rank": rank, "size": size}).encode() + b"\n")
                 proc.stdin.close()
             self.accept()
@@ -332,6 +390,10 @@ class Workers:
                 proc.kill()
             proc.wait()
         self.listener.close()
+        if self.tickets is not None:
+            os.close(self.tickets.read)
+            os.close(self.tickets.write)
+            self.tickets = None
         if self.arena is not None:
             self.arena.close()
             self.arena = None
@@ -430,7 +492,7 @@ def _run_on_workers(
         job = ("job", arena.shm.name, arena.shared, arena.scratch, fn, frames.shape, frames.dtype.str, args, kwargs)
         for link in _workers.links:
             send(link, job)
-        ranks = ProcessRanks(0, size, _workers.links, arena, frames.nbytes)
+        ranks = ProcessRanks(0, size, _workers.links, arena, frames.nbytes, _workers.tickets)
         result = fn(ranks, clip, *args, progress=report, **kwargs)
         for link in _workers.links:
             receive(link, "done")
@@ -449,8 +511,9 @@ def detach(value: Any, arena: Arena) -> Any:
     return value
 
 
-def serve(link: connection.Connection, rank: int, size: int) -> None:
-    """A worker's loop: run each job's function as ``rank`` until the caller closes the connection."""
+def serve(link: connection.Connection, rank: int, size: int, tickets: int | None = None) -> None:
+    """A worker's loop: run each job's function as ``rank`` until the caller closes the connection (``tickets``: the
+    read end of the tickets' pipe, see :class:`Tickets`)."""
     arena: Arena | None = None
     while True:
         try:
@@ -465,7 +528,8 @@ def serve(link: connection.Connection, rank: int, size: int) -> None:
         arena.shared, arena.scratch = shared, scratch
         clip = arena.view(0, shape, dtype)
         try:
-            fn(ProcessRanks(rank, size, [link], arena, clip.nbytes), clip, *args, **kwargs)
+            ranks = ProcessRanks(rank, size, [link], arena, clip.nbytes, None if tickets is None else Tickets(tickets))
+            fn(ranks, clip, *args, **kwargs)
         except BaseException:  # told to the caller, which runs the clip on threads; then wait for the next job
             link.send(("error", traceback.format_exc()))
             continue

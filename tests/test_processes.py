@@ -4,6 +4,7 @@ worker dies, the caller cancels or the input is bad."""
 from __future__ import annotations
 
 import logging
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import gameanim.nodes.sprite.matte as matte
@@ -163,6 +164,47 @@ def test_results_beyond_a_ranks_part_of_the_arena_travel_in_the_pickle():
         del back
     finally:
         arena.close()
+
+
+def test_results_in_the_shared_arrays_travel_as_their_place():
+    """A frame of a ``Ranks.empty`` array (the pockets' model, distance and labels) is not copied to be sent."""
+    arena = processes.Arena.create(1 << 20)
+    arena.shared, arena.scratch = 1 << 19, 1 << 18
+    try:
+        ranks = processes.ProcessRanks(0, 2, [], arena, 0)
+        shared = ranks.empty((4, 20_000), np.float32)
+        shared[...] = np.arange(4)[:, None]
+        data, spans = ranks.pack([shared[2], np.full(20_000, 7, np.float32)])
+        assert spans[0] == (shared[2].ctypes.data - arena.address, shared[2].nbytes)  # where it lies
+        assert ranks.sent == 80_000  # only the private array went into this rank's part
+        back = ranks.unpack((data, spans))
+        assert np.shares_memory(back[0], shared) and np.array_equal(back[0], shared[2])
+        assert np.array_equal(back[1], np.full(20_000, 7, np.float32))
+        del back
+    finally:
+        arena.close()
+
+
+def test_tickets_hand_every_item_to_one_rank_and_leave_the_pipe_empty():
+    tickets = processes.Tickets(*os.pipe())
+    try:
+        tickets.deal(10, 3)
+        taken = [[], [], []]
+
+        def rank(k: int) -> None:
+            while (item := tickets.take()) is not None:
+                taken[k].append(item)
+
+        with ThreadPoolExecutor(3) as ranks:
+            list(ranks.map(rank, range(3)))
+        assert sorted(sum(taken, [])) == list(range(10))  # each once, and each rank read one end mark
+        os.set_blocking(tickets.read, False)
+        with pytest.raises(BlockingIOError):
+            os.read(tickets.read, 4)
+        assert tickets.fit(tickets.MOST - 3, 3) and not tickets.fit(tickets.MOST - 2, 3)
+    finally:
+        os.close(tickets.read)
+        os.close(tickets.write)
 
 
 def test_a_worker_sees_results_read_only():
