@@ -63,7 +63,7 @@ from .decide import (
     soft_edge_width,
 )
 from .edges import close_steps, edge_cut, edge_level, lab_gradient
-from .pockets import drawn_pockets
+from .pockets import MIN_FRAMES, Measures, drawn_pockets, pocket_measures
 from .regions import band_width, border_connected, sprite_box
 
 # Largest colour change (ΔE across the frame) of a background we still call "solid": a gentle
@@ -395,8 +395,10 @@ def matte_clip(
     models = pool.empty(frames.shape, np.float32)
     dists = pool.empty((t, h, w), np.float32)
     pockets = pool.empty((t, h, w), np.int32)
-    found = pool.map(
-        lambda i: find_pockets(
+
+    def pockets_of(i: int) -> tuple[tuple, Measures | None]:
+        """Frame ``i``'s :func:`find_pockets`, and what the clip's pocket matching looks at in it."""
+        found = find_pockets(
             lab[i],
             grads[i],
             surface,
@@ -408,11 +410,14 @@ def matte_clip(
             key_noise,
             shaded,
             out=(models[i], dists[i], pockets[i]),
-        ),
-        range(t),
-    )
+        )
+        return found, pocket_measures(~found[2], found[3], found[5]) if t >= MIN_FRAMES else None
+
+    found, measures = (list(v) for v in zip(*pool.map(pockets_of, range(t)), strict=True))
     sprite = [~f[2] for f in found]  # not connected to the border background (one pass a frame: no map's exchange)
-    drawn = drawn_pockets(lab, sprite, [f[3] for f in found], map_=pool.map, regions=[f[5] for f in found])
+    drawn = drawn_pockets(
+        lab, sprite, [f[3] for f in found], map_=pool.map, regions=[f[5] for f in found], measures=measures
+    )
     # Pockets that are no drawn part: background seen through.
     bgs = [bg | ((labels > 0) & ~drawn[i]) for i, (_, _, bg, labels, _, _) in enumerate(found)]
     gained: list[np.ndarray | None] = [None] * t

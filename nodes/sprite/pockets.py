@@ -57,6 +57,7 @@ def drawn_pockets(
     reach: int = 8,
     map_: Callable = map,
     regions: list[np.ndarray] | None = None,
+    measures: list[Measures] | None = None,
 ) -> list[np.ndarray]:
     """Per frame, the pixels of the enclosed pockets that are drawn parts of the character (bool ``[H,W]``).
 
@@ -76,22 +77,18 @@ def drawn_pockets(
     matching stops once too few frames are left for it to reach the quorum (nine in ten matches find no pocket),
     which cannot change a decision.  Frames are looked at through ``map_`` (a thread pool's map).  ``regions``: per
     frame the labels' boxes and areas as :func:`.matte.pocket_labels` gives them (counted from the labels when None).
+    ``measures``: per frame its :func:`pocket_measures` when already taken (with the pockets: one exchange between
+    processes less).
     """
     t = len(lab)
     if t < MIN_FRAMES:
         return [np.zeros(p.shape, bool) for p in pockets]
     h, w = pockets[0].shape
-
-    def measure(i: int) -> tuple[tuple[float, float] | None, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
-        labels, count = numbered(pockets[i])
-        if regions is None:
-            areas = label_areas(labels)
-            found = np.array(boxes(labels, len(areas)), np.float32).reshape(-1, 4)
-        else:
-            areas, found = region_measures(regions[i], labels.size)
-        return centroid(sprite[i]), areas, found, labels, count, open_pockets(labels, found, count, sprite[i])
-
-    centres, areas, frames_boxes, labels, counts, open_ = (list(v) for v in zip(*map_(measure, range(t)), strict=True))
+    if measures is None:
+        measures = list(
+            map_(lambda i: pocket_measures(sprite[i], pockets[i], None if regions is None else regions[i]), range(t))
+        )
+    centres, areas, frames_boxes, labels, counts, open_ = (list(v) for v in zip(*measures, strict=True))
     mids, sizes = (list(v) for v in zip(*map(region_shapes, frames_boxes, areas), strict=True))
 
     def frame(i: int) -> np.ndarray:
@@ -153,6 +150,22 @@ def drawn_pockets(
         return kept
 
     return list(map_(frame, range(t)))
+
+
+Measures = tuple[tuple[float, float] | None, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]
+
+
+def pocket_measures(sprite: np.ndarray, pockets: np.ndarray, regions: np.ndarray | None = None) -> Measures:
+    """What :func:`drawn_pockets` looks at in one frame (its ``sprite``, the pockets' label image ``pockets`` and
+    ``regions``, see there): ``(centroid, areas, boxes, labels renumbered as by :func:`numbered`, pockets, open)``,
+    ``open`` per label as :func:`open_pockets` tells."""
+    labels, count = numbered(pockets)
+    if regions is None:
+        areas = label_areas(labels)
+        found = np.array(boxes(labels, len(areas)), np.float32).reshape(-1, 4)
+    else:
+        areas, found = region_measures(regions, labels.size)
+    return centroid(sprite), areas, found, labels, count, open_pockets(labels, found, count, sprite)
 
 
 def numbered(labels: np.ndarray) -> tuple[np.ndarray, int]:
