@@ -76,13 +76,13 @@ def modules_at(commit: str, folder: str, names: list[str]) -> dict[str, ModuleTy
 
 
 def cpu_seconds() -> float:
-    """CPU seconds of this process (all threads) and of the pack's worker processes (``core.processes``; read from
-    ``/proc``, so on Linux), whose share of the work ``time.process_time`` does not see."""
-    from gameanim.core import processes
-
+    """CPU seconds of this process (all threads) and of the worker processes of every copy of the pack loaded (each
+    ``core.processes``: the tree's and a baseline's; read from ``/proc``, so on Linux), whose share of the work
+    ``time.process_time`` does not see (an idle copy's workers add nothing)."""
     total = time.process_time()
     tick = os.sysconf("SC_CLK_TCK")
-    for pid in processes.worker_pids():
+    copies = [module for name, module in list(sys.modules.items()) if name.endswith(".core.processes")]
+    for pid in (pid for module in copies for pid in module.worker_pids()):
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
