@@ -155,13 +155,14 @@ def _untracked(name: str) -> shared_memory.SharedMemory:
 
 
 class Tickets:
-    """A map's items handed out as the ranks come for them: item numbers in a pipe every rank reads from.
+    """A map's items handed out as the ranks come for them: item numbers in a pipe every rank reads from (``read``
+    and ``write`` are its file descriptors; the workers inherit the read end).
 
-    Frames cost unlike amounts (a wider pose, more pockets): handed out in turn, frame ``i`` to rank ``i % size``, one
-    rank waited for the other at every map.  The caller writes a map's item numbers and one end mark per rank in one
-    write (atomic up to ``select.PIPE_BUF``); each rank reads one number at a time until it reads an end mark.  No
-    rank leaves a map's exchange before every rank has read its end mark, so the pipe is empty when the next map's
-    numbers are written."""
+    Frames cost unlike amounts (a wider pose, more pockets): a rank done early takes the next frame instead of waiting
+    for the other at the map's end.  The caller writes a map's item numbers and one end mark per rank in one write
+    (atomic up to ``select.PIPE_BUF``); each rank reads one number at a time until it reads an end mark.  No rank
+    leaves a map's exchange before every rank has read its end mark, so the pipe is empty when the next map's numbers
+    are written."""
 
     END = 0xFFFFFFFF
     MOST = select.PIPE_BUF // 4  # numbers and end marks one write can hold
