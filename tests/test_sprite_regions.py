@@ -103,3 +103,26 @@ def test_close_steps_gives_the_character_its_narrow_edge_channels_only():
     assert closed[10:30, 31:34].all()  # the three-pixel gap
     assert closed[5, :].all() and closed[:10].all() and closed[30:].all()
     np.testing.assert_array_equal(closed & ~bg, np.zeros_like(bg))  # it only takes background away
+
+
+@pytest.mark.parametrize("shape", [(320, 512), (37, 53), (1, 7), (5, 1)])
+def test_opencv_channel_arithmetic_gives_numpys_bits(shape):
+    """The key distance and the Lab gradient on whole images (and on crops of them) through OpenCV are, to the bit,
+    numpy's ``sqrt(d[..., 0] + d[..., 1] + d[..., 2])``: the thresholds downstream see the same numbers."""
+    from gameanim.nodes.sprite import colour
+
+    rng = np.random.default_rng(shape[0])
+    lab = cv2.cvtColor(rng.random((*shape, 3), np.float32) ** 2.2, cv2.COLOR_RGB2Lab)
+    model = lab + rng.normal(0, 4, lab.shape).astype(np.float32)
+
+    def plain(values: np.ndarray, key: np.ndarray) -> np.ndarray:
+        d = values - key
+        d *= d
+        return np.sqrt(d[..., 0] + d[..., 1] + d[..., 2])
+
+    crop = (slice(0, max(1, shape[0] - 1)), slice(min(1, shape[1] - 1), shape[1]))
+    for values, key in ((lab, model), (lab[crop], model[crop])):
+        assert colour.is_image(values) and np.array_equal(colour.distance(values, key), plain(values, key))
+    gx = cv2.Sobel(lab, cv2.CV_32F, 1, 0, ksize=3, scale=0.125)
+    gy = cv2.Sobel(lab, cv2.CV_32F, 0, 1, ksize=3, scale=0.125)
+    assert np.array_equal(edges.lab_gradient(lab), np.sqrt(np.sum(gx * gx + gy * gy, axis=-1, dtype=np.float32)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from .colour import root_sum
 from .regions import around, border_connected, label_means
 
 # An edge is a gradient this many times the border's 99.5th percentile (the key's noise and vignette).
@@ -28,10 +29,9 @@ def lab_gradient(lab: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     ``out`` when given."""
     gx = cv2.Sobel(lab, cv2.CV_32F, 1, 0, ksize=3, scale=0.125)
     gy = cv2.Sobel(lab, cv2.CV_32F, 0, 1, ksize=3, scale=0.125)
-    gx *= gx
-    gy *= gy
-    gx += gy
-    return np.sqrt(gx[..., 0] + gx[..., 1] + gx[..., 2], out=out)
+    cv2.multiply(gx, gx, dst=gx)
+    cv2.multiply(gy, gy, dst=gy)
+    return root_sum(cv2.add(gx, gy, dst=gx), out)
 
 
 def edge_level(grads: list[np.ndarray], band: np.ndarray) -> float:
