@@ -328,6 +328,8 @@ class Workers:
         # The tickets' pipe, inherited by the workers (POSIX; elsewhere frame i goes to rank i % size).
         self.tickets = Tickets(*os.pipe()) if os.name == "posix" else None
         inherit = {"pass_fds": (self.tickets.read,)} if self.tickets else {}
+        hello = {"package": package, "root": root, "address": self.listener.address, "key": key.hex()}
+        hello["tickets"] = self.tickets.read if self.tickets else None  # a file descriptor of this pipe
         try:
             for rank in range(1, size):
                 proc = subprocess.Popen(
@@ -338,8 +340,6 @@ class Workers:
                     **inherit,
                 )
                 self.procs.append(proc)
-                hello = {"package": package, "root": root, "address": self.listener.address, "key": key.hex()}
-                hello["tickets"] = self.tickets.read if self.tickets else None  # a file descriptor of this pipe
                 proc.stdin.write(json.dumps({**hello, "rank": rank, "size": size}).encode() + b"\n")
                 proc.stdin.close()
             self.accept()

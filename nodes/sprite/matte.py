@@ -494,11 +494,12 @@ def matte_clip(
     ys, xs = steady_edges(alpha, lab, tol, map_=pool.map, fixed=fixed, softs=softs)
 
     def despill(i: int) -> None:  # the despilled colour follows the steadied alpha
-        soft = (alpha[i, ys, xs] > 0) & (alpha[i, ys, xs] < 1)
+        own = alpha[i, ys, xs]
+        soft = soft_pixels(own)
         py, px = ys[soft], xs[soft]
         if len(py):
             behind = from_lab(surface.basis(py, px) @ coefs[i])
-            rgb[i, py, px] = despilled(frames[i, py, px], behind, alpha[i, py, px])
+            rgb[i, py, px] = despilled(frames[i, py, px], behind, own[soft])
 
     list(pool.map(despill, range(t)))
     return rgb, alpha, background
@@ -793,10 +794,11 @@ def pocket_labels(
     out: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(labels, regions)``: a label image ``[H,W]`` (int32, 0 = none; written into ``out`` when given) of the
-    key-coloured pockets the sprite encloses (``1..P``) and of its other enclosed regions within ``3·tol`` (``-1..-S``: smaller than a pocket or offset
-    from the key, they stay opaque, and over the clip they show where a drawn part is still there, see
-    :func:`.pockets.drawn_pockets`), and per region its label, box and area ``[R,6]`` (label, y, x, height, width,
-    area; OpenCV's component statistics, which :func:`.pockets.drawn_pockets` would otherwise count again).
+    key-coloured pockets the sprite encloses (``1..P``) and of its other enclosed regions within ``3·tol``
+    (``-1..-S``: smaller than a pocket or offset from the key, they stay opaque, and over the clip they show where a
+    drawn part is still there, see :func:`.pockets.drawn_pockets`), and per region its label, box and area ``[R,6]``
+    (label, y, x, height, width, area; OpenCV's component statistics, which :func:`.pockets.drawn_pockets` would
+    otherwise count again).
 
     A pocket is a region, not connected to the border background ``bg``, of at least ``min_hole`` px
     within ``3·tol`` (compression rings harder in a small pocket) whose *mean* colour offset from the
