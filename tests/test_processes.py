@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
+from multiprocessing import connection
 
 import gameanim.nodes.sprite.matte as matte
 import numpy as np
@@ -221,3 +223,26 @@ def test_a_worker_sees_results_read_only():
         del back
     finally:
         arena.close()
+
+
+def test_a_waiting_rank_polls_then_sleeps_until_the_message_comes(monkeypatch):
+    """A rank polls for :data:`processes.SPIN` seconds, stops polling the moment a message is there, and a message
+    later than that still reaches it (it then sleeps in the read)."""
+    polls = []
+    processes.spin(lambda: polls.append(1) or len(polls) == 3)
+    assert len(polls) == 3
+    monkeypatch.setattr(processes, "SPIN", 0.01)
+    ours, theirs = connection.Pipe()
+    tickets = processes.Tickets(*os.pipe())
+    try:
+        with ThreadPoolExecutor(2) as late:
+            late.submit(lambda: (time.sleep(0.1), theirs.send(("result", 7)), tickets.deal(2, 1)))
+            started = time.perf_counter()
+            assert processes.receive(ours, "result") == 7
+            assert time.perf_counter() - started >= 0.09
+            assert [tickets.take(), tickets.take(), tickets.take()] == [0, 1, None]
+    finally:
+        ours.close()
+        theirs.close()
+        os.close(tickets.read)
+        os.close(tickets.write)
