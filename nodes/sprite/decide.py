@@ -40,6 +40,7 @@ import numpy as np
 from ...core.processes import Ranks
 from .colour import channel_max, distance
 from .edges import lab_gradient
+from .quantiles import median, medians, quantile
 from .regions import around, band_width, border_connected, region_means
 
 # The further average over the 3x3-averaged Lab (px): dithering's error diffusion averages out within it.
@@ -74,7 +75,7 @@ def denoised_tolerance(resid: np.ndarray, low: float = 0.75) -> float:
     """The ΔE on the denoised image at which a pixel stops looking like the key: twice the border residuals'
     median ``resid`` (about 3σ of Gaussian noise; the cut's smoothness, not a wide margin, absorbs the
     tail), at least ``low``."""
-    return max(low, 2.0 * float(np.median(resid))) if len(resid) else low
+    return max(low, 2.0 * float(median(resid))) if len(resid) else low
 
 
 def decide(z: np.ndarray, grad: np.ndarray, level: float, bg: np.ndarray) -> np.ndarray:
@@ -178,7 +179,7 @@ def decide_frames(
     resid = np.concatenate(
         [distance(hv.reshape(-1, 3)[at], m.reshape(-1, 3)[at]) for hv, m in zip(heavy, models, strict=True)]
     )
-    heavy_tol = denoised_tolerance(resid[resid <= 6.0 * np.median(resid) + 1.0])  # the character touching the border
+    heavy_tol = denoised_tolerance(resid[resid <= 6.0 * median(resid) + 1.0])  # the character touching the border
 
     def cut(i: int) -> np.ndarray:
         z = distance(heavy[i], models[i])
@@ -304,7 +305,7 @@ def colour_cut_frames(
         gained = bgs[i] & ((mask == cv2.GC_FGD) | (mask == cv2.GC_PR_FGD))
         if gained.any():
             steep = slope(lab[i])
-            flat = steep < max(FLAT * float(np.median(steep[band])), FLAT_FLOOR)
+            flat = steep < max(FLAT * float(median(steep[band])), FLAT_FLOOR)
             gained &= ~(between_edges(grads[i] >= level, GAP) & flat & (dists[i] < tol))
             labels, mean = region_means(gained, dists[i], connectivity=8)
             key = mean <= KEY_LIKE * key_noise
@@ -372,8 +373,8 @@ def key_kind(frames: np.ndarray, band: np.ndarray, map_: Callable = map) -> Lite
         frames the ring is counted on whose border is exact, the (faint, all) pixels of the ring around the key."""
         # By flat index (a boolean pick is several times slower); the median along a contiguous last axis.
         border = frames[i].reshape(-1, 3).take(at, axis=0)
-        key = np.median(np.ascontiguousarray(border.T), axis=1)
-        noise = float(np.quantile(channel_max(np.abs(border - key)), 0.99))
+        key = medians(border.T)
+        noise = float(quantile(channel_max(np.abs(border - key)), 0.99))
         if noise > EXACT_NOISE or i not in counted:
             return noise, 0, 0
         near = cv2.inRange(frames[i], key - EXACT_NOISE, key + EXACT_NOISE) > 0  # every channel within
@@ -464,7 +465,7 @@ def soft_edge_width(dists: list[np.ndarray], bgs: list[np.ndarray], map_: Callab
         values = np.concatenate(ratios[k])
         if len(values) < 16:
             return MAX_RIM if width == 0 else width
-        if float(np.median(values)) >= MIXED:
+        if float(median(values)) >= MIXED:
             break
         width = k
     return max(width, 1)

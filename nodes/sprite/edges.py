@@ -11,6 +11,7 @@ import cv2
 import numpy as np
 
 from .colour import root_sum
+from .quantiles import quantile
 from .regions import around, border_connected, label_means
 
 # An edge is a gradient this many times the border's 99.5th percentile (the key's noise and vignette).
@@ -44,7 +45,7 @@ def edge_level(grads: list[np.ndarray], band: np.ndarray) -> float:
     inner = band.copy()
     inner[0], inner[-1], inner[:, 0], inner[:, -1] = False, False, False, False
     values = np.concatenate([g[inner] for g in grads])
-    q = float(np.quantile(values, 0.995)) if len(values) else 0.0
+    q = float(quantile(values, 0.995)) if len(values) else 0.0
     return max(MIN_EDGE, EDGE * q)
 
 

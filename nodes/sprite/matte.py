@@ -64,6 +64,7 @@ from .decide import (
 )
 from .edges import close_steps, edge_cut, edge_level, lab_gradient
 from .pockets import MIN_FRAMES, Measures, drawn_pockets, pocket_measures
+from .quantiles import median, medians, quantile
 from .regions import band_width, border_connected, sprite_box
 
 # Largest colour change (ΔE across the frame) of a background we still call "solid": a gentle
@@ -290,7 +291,7 @@ def fit_surface(basis: np.ndarray, values: np.ndarray, floor: float, rounds: int
     keep = np.ones(len(values), bool)
     coef = np.zeros((basis.shape[1], values.shape[1]), np.float32)
     if len(values) < basis.shape[1] * 4:
-        coef[0] = np.median(values, axis=0)  # basis[:, 0] is the constant 1
+        coef[0] = medians(values.T)  # basis[:, 0] is the constant 1
     for refit in range(rounds + 1):
         if keep.sum() < basis.shape[1] * 4:
             break
@@ -302,7 +303,7 @@ def fit_surface(basis: np.ndarray, values: np.ndarray, floor: float, rounds: int
         if refit == rounds:
             break
         resid = distance(values, basis @ coef)
-        kept = resid <= max(3.0 * float(np.median(resid)), floor)
+        kept = resid <= max(3.0 * float(median(resid)), floor)
         if np.array_equal(kept, keep):
             break  # no outlier left out or taken back: the refit would solve the same system again
         keep = kept
@@ -387,7 +388,7 @@ def matte_clip(
         tol = COMPRESSED_TOL
         background = replace(background, tolerance=tol)
     level = edge_level(grads, band)
-    key_noise = None if exact else float(np.median(resid))  # the key's own distance from its model
+    key_noise = None if exact else float(median(resid))  # the key's own distance from its model
     shaded = None
     if codec:  # a gap's inside varies with the noise the codec kept (see SHADED_NOISE)
         shaded = SHADED if kind == "compressed" else float(np.hypot(SHADED, SHADED_NOISE * key_noise))
@@ -551,7 +552,7 @@ def noise_weights(resid: np.ndarray) -> np.ndarray | None:
     """
     if len(resid) < 16:
         return None
-    spread = 1.4826 * np.median(np.abs(resid - np.median(resid, axis=0)), axis=0)  # robust σ per channel
+    spread = 1.4826 * medians(np.abs(resid - medians(resid.T)).T)  # robust σ per channel
     chroma = float(np.sqrt(0.5 * (spread[1] ** 2 + spread[2] ** 2)))
     if chroma < MIN_NOISE or chroma <= spread[0]:
         return None
@@ -769,9 +770,9 @@ def noise_tolerance(resid: np.ndarray, low: float) -> float:
     percentile of the inliers, doubled, covers heavier tails (compression ringing next to the sprite is
     stronger than in the border band).  Never below ``low``.
     """
-    med = float(np.median(resid))
+    med = float(median(resid))
     inliers = resid[resid <= 6.0 * med + max(low, 1.0)]
-    q99 = float(np.quantile(inliers, 0.99)) if len(inliers) else 0.0
+    q99 = float(quantile(inliers, 0.99)) if len(inliers) else 0.0
     return max(low, 3.5 * med, 2.0 * q99)
 
 
@@ -1084,7 +1085,7 @@ def bled(
     body = fg & inner & ~weak
     if not body.any():
         return np.zeros_like(fg)
-    mixed = solid & (dist < BLEED * float(np.median(dist[body])))  # the others are unmixed anyway
+    mixed = solid & (dist < BLEED * float(median(dist[body])))  # the others are unmixed anyway
     if seen is not None:
         mixed &= ~seen
     ys, xs = np.nonzero(mixed)
@@ -1195,7 +1196,7 @@ def render_rim(
     past = np.zeros(int(ring.max(initial=0)) + 1, bool)
     for k in np.unique(ring[told & (ring > 4)]):
         sure = told & (ring == k)
-        past[k] = float(np.median(alpha[sure])) > 0.5
+        past[k] = float(median(alpha[sure])) > 0.5
     far = np.float32(np.inf)
     nearby = cv2.erode(np.where(solid > 0, near, far), np.ones((window, window), np.uint8))[ys, xs]
     return past[ring] & (near[ys, xs] < CALM) & (nearby < CALM)
@@ -1254,7 +1255,7 @@ def apply_mask(
     if despill:
         band = border_mask(*frames.shape[1:3], border)
         pixels = frames[:, band]
-        key = np.median(pixels.reshape(-1, 3), axis=0).astype(np.float32)
+        key = medians(pixels.reshape(-1, 3).T).astype(np.float32)
         dist = np.linalg.norm(to_lab(pixels) - to_lab(key[None]), axis=-1)
         if float(np.mean(dist <= max(low, 8.0))) >= 0.8:
             unmixed = despilled(frames, key, alpha)
