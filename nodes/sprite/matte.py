@@ -975,7 +975,8 @@ def unmix(
     alpha[y0:y1, x0:x1] = solid
     ys, xs = np.nonzero(fg_c & (solid == 0))
     if len(ys):
-        key = from_lab(model[ys + y0, xs + x0])
+        at_key = model[ys + y0, xs + x0]  # the key's Lab at each pixel
+        key = from_lab(at_key)
         c = crop[ys, xs]
         # F from the opaque pixels nearby (the nearest on a noise-free key); on parts thinner than the rim from
         # its inner half.
@@ -1021,7 +1022,6 @@ def unmix(
             # to a lower alpha.  On a noise-free key but a black or white one (see MIX_LIGHTNESS); under noise or a
             # codec on a coloured key only: on a neutral one a grey part's shading lies on the key's line too, and
             # there the noise decided (shaded renders and Frozen-Bubble on greys lost 0.1-0.7 points).
-            at_key = model[ys + y0, xs + x0]
             if exact:
                 mixes = (at_key[:, 0] > MIX_LIGHTNESS[0]) & (at_key[:, 0] < MIX_LIGHTNESS[1])
             else:
@@ -1117,14 +1117,15 @@ def pocket_inside(loose: np.ndarray, labels: np.ndarray, n: int, calm: np.ndarra
 def outline_peak(dist: np.ndarray, depth: np.ndarray, rim: int) -> np.ndarray:
     """Per rim pixel (``depth`` up to ``rim + 1`` px), the largest key distance ``dist`` on the way in from
     the background: ring by ring of ``depth``, a pixel's own or its outer 3x3 neighbours' peak."""
-    peak = np.where(depth > 0, dist, np.float32(0))
+    peak = cv2.copyTo(dist, (depth > 0).view(np.uint8))  # OpenCV's masked copies zero the rest: numpy's are slower
     ring = np.ceil(depth)
     kernel = np.ones((3, 3), np.uint8)
-    outer = np.where(ring == 1, peak, np.float32(0))  # the peaks of the rings done so far
+    outer = cv2.copyTo(peak, (ring == 1).view(np.uint8))  # the peaks of the rings done so far
     for r in range(2, rim + 2):
-        inner = ring == r
-        np.maximum(peak, cv2.dilate(outer, kernel), out=peak, where=inner)
-        np.copyto(outer, peak, where=inner)
+        inner = (ring == r).view(np.uint8)
+        grown = cv2.max(peak, cv2.dilate(outer, kernel))
+        cv2.copyTo(grown, inner, peak)
+        cv2.copyTo(grown, inner, outer)
     return peak
 
 
