@@ -104,6 +104,17 @@ def test_nan_frames_are_refused():
         api.remove_background(torch.from_numpy(frames))
 
 
+def test_the_finite_check_names_every_broken_frame_and_lets_huge_values_pass():
+    frames = np.full((4, 8, 8, 3), 0.5, np.float32)
+    frames[0] = 3e38  # finite, though a row's sum overflows
+    frames[2, 7, 7, 2] = np.inf
+    frames[3, 0, 0, 0] = -np.inf
+    with pytest.raises(InputError, match=r"NaN or infinite values in frame\(s\) \[2, 3\]"):
+        matte.check_frames(frames)
+    frames[2:] = 0.5
+    assert matte.check_frames(frames)[0, 0, 0, 0] == np.float32(3e38)
+
+
 def test_api_remove_background_tensors_and_mask():
     frames, truth, _ = synth.clip(t=2)
     rgb, alpha = api.remove_background(torch.from_numpy(frames))

@@ -64,7 +64,7 @@ def test_the_regions_statistics_measure_the_pockets_as_their_pixels_do():
     surface = matte.Surface(*frames.shape[1:3])
     band = matte.border_mask(*frames.shape[1:3], 4)
     coefs, tol, resid, weak = matte.fit_backgrounds(lab[None], surface, 4, 1.0)
-    level = edges.edge_level(grad[None], band)
+    level = edges.edge_level([grad[edges.edge_band(band)]])
     *_, labels, _, regions = matte.find_pockets(
         lab, grad, surface, coefs[0], tol, 24, level, weak, float(np.median(resid))
     )

@@ -35,16 +35,20 @@ def lab_gradient(lab: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return root_sum(cv2.add(gx, gy, dst=gx), out)
 
 
-def edge_level(grads: list[np.ndarray], band: np.ndarray) -> float:
-    """The gradient (ΔE/px) that counts as an edge in a clip whose frames have the gradients ``grads``:
-    ``EDGE`` x the 99.5th percentile over the border ``band``.
-
-    The frames' outermost pixel is left out (Sobel's border reflection), and so are the border's
-    pixels whose gradient is an outlier (the character touching the border).
-    """
+def edge_band(band: np.ndarray) -> np.ndarray:
+    """The border ``band`` without the frame's outermost pixel (Sobel's border reflection): where
+    :func:`edge_level` reads the gradients."""
     inner = band.copy()
     inner[0], inner[-1], inner[:, 0], inner[:, -1] = False, False, False, False
-    values = np.concatenate([g[inner] for g in grads])
+    return inner
+
+
+def edge_level(values: list[np.ndarray]) -> float:
+    """The gradient (ΔE/px) that counts as an edge in a clip whose frames have the gradients ``values`` over the
+    :func:`edge_band` (``grad[edge_band(band)]`` of each frame, taken with its gradient: on the worker processes):
+    ``EDGE`` x their 99.5th percentile, which leaves out the border's outliers (the character touching the border).
+    """
+    values = np.concatenate(values)
     q = float(quantile(values, 0.995)) if len(values) else 0.0
     return max(MIN_EDGE, EDGE * q)
 

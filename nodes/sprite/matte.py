@@ -62,7 +62,7 @@ from .decide import (
     key_kind,
     soft_edge_width,
 )
-from .edges import close_steps, edge_cut, edge_level, lab_gradient
+from .edges import close_steps, edge_band, edge_cut, edge_level, lab_gradient
 from .pockets import MIN_FRAMES, Measures, drawn_pockets, pocket_measures
 from .quantiles import median, medians, quantile
 from .regions import band_width, border_connected, sprite_box
@@ -179,8 +179,12 @@ def check_frames(frames: np.ndarray, name: str = "frames") -> np.ndarray:
     if frames.shape[1] < 2 or frames.shape[2] < 2:
         raise InputError(f"The frames are {frames.shape[2]}x{frames.shape[1]} px; sprites need at least 2x2 px.")
     frames = np.ascontiguousarray(frames, dtype=np.float32)
-    finite = np.isfinite(frames).all(axis=(1, 2, 3))
-    if not finite.all():
+    # A NaN or an infinity makes its row's sum NaN or infinite: one BLAS pass over the clip, 5x faster than numpy's
+    # isfinite; the pixels are looked at one by one only when a sum is not finite (so a sum that overflowed passes).
+    with np.errstate(over="ignore", invalid="ignore"):
+        sums = frames.reshape(-1, frames.shape[2] * 3) @ np.ones(frames.shape[2] * 3, np.float32)
+    finite = True if np.isfinite(sums).all() else np.isfinite(frames).all(axis=(1, 2, 3))
+    if not np.all(finite):
         bad = np.flatnonzero(~finite).tolist()
         raise InputError(
             f"{name} hold NaN or infinite values in frame(s) {bad[:8]}{' …' if len(bad) > 8 else ''}; the node "
@@ -361,12 +365,15 @@ def matte_clip(
     kind = key_kind(frames, band, pool.map)
     exact = kind == "exact"
 
-    def colour(i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    inner = edge_band(band)
+
+    def colour(i: int) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
         frame_lab(frames[i], out=lab[i], blur=not exact)
         lab_gradient(lab[i], out=grads[i])
-        return border_fit(lab[i], surface, border, low)
+        return border_fit(lab[i], surface, border, low), grads[i][inner]
 
-    coefs, tol, resid, weak = fit_backgrounds(lab, surface, border, low, pool.map, pool.map(colour, range(t)))
+    fits, border_grads = zip(*pool.map(colour, range(t)), strict=True)
+    coefs, tol, resid, weak = fit_backgrounds(lab, surface, border, low, pool.map, list(fits))
     try:
         background = describe(surface, coefs, tol, resid, high, min_solid_fraction)
     except NotSolidError:
@@ -387,7 +394,7 @@ def matte_clip(
     if codec and tol < COMPRESSED_TOL:  # the codec's ringing is beside the sprite only
         tol = COMPRESSED_TOL
         background = replace(background, tolerance=tol)
-    level = edge_level(grads, band)
+    level = edge_level(list(border_grads))
     key_noise = None if exact else float(median(resid))  # the key's own distance from its model
     shaded = None
     if codec:  # a gap's inside varies with the noise the codec kept (see SHADED_NOISE)
