@@ -54,16 +54,16 @@ OPEN = 3
 CLEAR = 6.0
 
 
-def denoised(lab: np.ndarray, near_key: np.ndarray) -> np.ndarray:
+def denoised(lab: np.ndarray, near_key: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """A frame's Lab ``[H,W,3]`` averaged once more over ``HEAVY`` x ``HEAVY`` px, over the ``near_key`` pixels
     only (normalised convolution): a clear part's colour does not spill into the key around it.  Where no
-    near-key pixel is in reach (inside a clear part) the frame's own colour.
+    near-key pixel is in reach (inside a clear part) the frame's own colour.  Written into ``out`` when given.
 
     OpenCV's masked copy, not ``lab * weight``, zeroes the far pixels, and OpenCV divides by the count (both
     several times faster than numpy's broadcast over the channels, with the same IEEE results up to the sign
     of a zero, which the key distance squares away); the frame's own colour goes back by a masked copy too."""
     mask = near_key.view(np.uint8)
-    total = cv2.blur(cv2.copyTo(lab, mask), (HEAVY, HEAVY))
+    total = cv2.blur(cv2.copyTo(lab, mask), (HEAVY, HEAVY), dst=out)
     count = cv2.blur(mask.astype(np.float32), (HEAVY, HEAVY))
     none = (count < 1e-3).view(np.uint8)
     np.maximum(count, 1e-3, out=count)
@@ -164,21 +164,27 @@ def decide_frames(
     bgs: list[np.ndarray],
     strong: float,
     band: np.ndarray,
+    heavy: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """Per frame the background after the cut (see :func:`decide`), from the key model's per-frame
     ``models``, key distances ``dists`` and background regions ``bgs``; ``strong`` is the key distance (ΔE)
     beyond which a pixel is clearly off the key (left out of the denoising average), ``band`` the border
     band where the denoised key's noise is measured (its outer ``HEAVY // 2`` px left out: the box filter
-    reflects there)."""
-    heavy = list(pool.map(lambda i: denoised(lab[i], dists[i] < strong), range(len(lab))))
+    reflects there).  The denoised frames go into ``heavy`` when given (an array of ``lab``'s shape: on processes
+    one from ``pool.empty``, whose frames travel as their place), and each frame's noise with them."""
+    if heavy is None:
+        heavy = np.empty_like(lab)
     inner = band.copy()
     r = HEAVY // 2
     inner[:r], inner[-r:], inner[:, :r], inner[:, -r:] = False, False, False, False
     inner = inner if inner.any() else band
     at = np.flatnonzero(inner)  # the band's pixels by flat index: numpy's boolean indexing of [H,W,3] is slower
-    resid = np.concatenate(
-        [distance(hv.reshape(-1, 3)[at], m.reshape(-1, 3)[at]) for hv, m in zip(heavy, models, strict=True)]
-    )
+
+    def smooth(i: int) -> np.ndarray:
+        denoised(lab[i], dists[i] < strong, out=heavy[i])
+        return distance(heavy[i].reshape(-1, 3)[at], models[i].reshape(-1, 3)[at])
+
+    resid = np.concatenate(list(pool.map(smooth, range(len(lab)))))
     heavy_tol = denoised_tolerance(resid[resid <= 6.0 * median(resid) + 1.0])  # the character touching the border
 
     def cut(i: int) -> np.ndarray:

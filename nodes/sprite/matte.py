@@ -451,9 +451,10 @@ def matte_clip(
             # width of the part around it.
             bgs = list(pool.map(lambda i: fill_holes(cut[i], bgs[i], min_hole), range(t)))
             gained = gains
+    rgb = pool.empty(frames.shape, np.float32)  # the matte's colours; before them, the cut's denoised frames
     if not exact and gained[0] is None:
         bgs = decide_frames(
-            pool, lab, grads, level, [f[0] for f in found], [f[1] for f in found], bgs, WEAK * tol, band
+            pool, lab, grads, level, [f[0] for f in found], [f[1] for f in found], bgs, WEAK * tol, band, rgb
         )
     # A step between two parts through a neutral key's grey is no background (see close_steps).  Not after JPEG or
     # H.264 (no noise units there): their ringing beside the character makes edges in the background, and the
@@ -461,7 +462,6 @@ def matte_clip(
     if neutral and (exact or weak is not None):
         bgs = list(pool.map(lambda i: close_steps(bgs[i], grads[i], level), range(t)))
     rim = soft_edge_width([f[1] for f in found], bgs, pool.map)
-    rgb = pool.empty(frames.shape, np.float32)
     alpha = pool.empty((t, h, w), np.float32)
     softs = pool.empty((t, h, w), np.bool_)
     speck = (2 * cleanup + 3) ** 2 if cleanup > 0 else 0  # +2: the 3x3 Lab blur
