@@ -105,6 +105,7 @@ def test_nan_frames_are_refused():
 
 
 def test_the_finite_check_names_every_broken_frame_and_lets_huge_values_pass():
+    """Infinities are named like NaN, and values that are large but finite pass."""
     frames = np.full((4, 8, 8, 3), 0.5, np.float32)
     frames[0] = 3e38  # finite, though a row's sum overflows
     frames[2, 7, 7, 2] = np.inf
