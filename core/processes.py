@@ -35,13 +35,16 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from multiprocessing import connection, shared_memory
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+import cv2
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from . import threads
 from .progress import ProgressFn, no_progress
@@ -57,9 +60,17 @@ START_TIMEOUT = 60.0  # seconds for the workers to import numpy and OpenCV and c
 # map's frames took 5 us in the median but up to 4 ms, and polling took the matte from 14.0 to 12.5 ms/frame.
 SPIN = 0.005
 ENABLED = True  # False: threads only (a test patching functions in the caller alone; the bench's threads side)
-# glibc's malloc in a worker keeps what it frees (below 64 MB a block, up to 1 GB at the heap's top): it gave a young
-# worker's freed arrays back to the system after every clip and faulted them in again, 2,000 page faults a clip.
-WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
+# A worker's environment.  glibc's malloc keeps what it frees (below 64 MB a block, up to 1 GB at the heap's top): it
+# gave a young worker's freed arrays back to the system after every clip and faulted them in again, 2,000 page faults a
+# clip.  OpenCV and BLAS run on the worker's thread alone (see one_thread_each).
+WORKER_ENV = {
+    "MALLOC_MMAP_THRESHOLD_": str(64 << 20),
+    "MALLOC_TRIM_THRESHOLD_": str(1 << 30),
+    "OPENCV_FOR_THREADS_NUM": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
 
 log = logging.getLogger(__name__)
 yield_core = getattr(os, "sched_yield", lambda: time.sleep(0))  # Windows has no sched_yield
@@ -352,7 +363,7 @@ class Workers:
                     [sys.executable, str(WORKER_SCRIPT)],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.DEVNULL,
-                    env={**os.environ, **WORKER_MALLOC},
+                    env={**os.environ, **WORKER_ENV},
                     **inherit,
                 )
                 self.procs.append(proc)
@@ -418,6 +429,7 @@ class Workers:
 
 _workers: Workers | None = None
 _lock = threading.Lock()
+_blas: ThreadpoolController | None = None
 _unstartable = False  # the workers could not start once: threads for the rest of this process (one warning, no waits)
 
 
@@ -510,13 +522,32 @@ def _run_on_workers(
         for link in _workers.links:
             send(link, job)
         ranks = ProcessRanks(0, size, _workers.links, arena, frames.nbytes, _workers.tickets)
-        result = fn(ranks, clip, *args, progress=report, **kwargs)
+        with one_thread_each():
+            result = fn(ranks, clip, *args, progress=report, **kwargs)
         for link in _workers.links:
             receive(link, "done")
         return detach(result, arena)
     except BaseException:
         _stop()  # a worker may be anywhere in the clip: they start afresh next time
         raise
+
+
+@contextmanager
+def one_thread_each() -> Iterator[None]:
+    """OpenCV and BLAS on the calling thread alone (the caller's rank; the workers' are so from the start, see
+    WORKER_ENV).  Every rank has a core of its own, and the libraries' own threads took the other ranks' cores:
+    OpenBLAS's, after a matrix product, spin for the next one (the matte went 1.3x slower on two ranks with one product
+    over a clip in the caller), and OpenCV shared a frame's conversions and filters out over both cores."""
+    global _blas
+    if _blas is None:
+        _blas = ThreadpoolController()  # the BLAS libraries loaded now (numpy's)
+    opencv = cv2.getNumThreads()
+    cv2.setNumThreads(1)
+    try:
+        with _blas.limit(limits=1, user_api="blas"):
+            yield
+    finally:
+        cv2.setNumThreads(opencv)
 
 
 def detach(value: Any, arena: Arena) -> Any:

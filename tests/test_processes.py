@@ -9,6 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing import connection
 
+import cv2
 import gameanim.nodes.sprite.matte as matte
 import numpy as np
 import pytest
@@ -246,3 +247,29 @@ def test_a_waiting_rank_polls_then_sleeps_until_the_message_comes(monkeypatch):
         theirs.close()
         os.close(tickets.read)
         os.close(tickets.write)
+
+
+def test_each_rank_keeps_opencv_and_blas_to_its_own_thread(monkeypatch):
+    """The libraries' own thread pools would take the other ranks' cores: on the caller for the clip's run (then
+    restored), on the workers from their start."""
+    from threadpoolctl import threadpool_info
+
+    def blas_threads() -> set[int]:
+        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+    saved = cv2.getNumThreads()
+    cv2.setNumThreads(2)
+    try:
+        before = blas_threads()
+        with processes.one_thread_each():
+            assert cv2.getNumThreads() == 1 and blas_threads() == {1}
+        assert cv2.getNumThreads() == 2 and blas_threads() == before
+    finally:
+        cv2.setNumThreads(saved)
+    workers = processes.Workers(2)
+    try:
+        environ = open(f"/proc/{workers.procs[0].pid}/environ", "rb").read().split(b"\0")
+    finally:
+        workers.close()
+    for name in ("OPENCV_FOR_THREADS_NUM", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        assert f"{name}=1".encode() in environ
