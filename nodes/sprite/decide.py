@@ -377,7 +377,7 @@ def key_kind(frames: np.ndarray, band: np.ndarray, map_: Callable = map) -> Lite
     def frame_key(i: int) -> tuple[float, int, int]:
         """Frame ``i``'s border noise (the 99th percentile of its pixels' offsets from their median colour) and, on the
         frames the ring is counted on whose border is exact, the (faint, all) pixels of the ring around the key."""
-        # By flat index (a boolean pick is several times slower); the median along a contiguous last axis.
+        # By flat index (a boolean pick is several times slower).
         border = frames[i].reshape(-1, 3).take(at, axis=0)
         key = medians(border.T)
         noise = float(quantile(channel_max(np.abs(border - key)), 0.99))
