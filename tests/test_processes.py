@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import time
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing import connection
@@ -273,3 +274,22 @@ def test_each_rank_keeps_opencv_and_blas_to_its_own_thread(monkeypatch):
         workers.close()
     for name in ("OPENCV_FOR_THREADS_NUM", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
         assert f"{name}=1".encode() in environ
+
+
+def test_tickets_are_taken_from_a_pipe_numbered_past_1024(request):
+    """A server holds many files: the tickets' pipe may get a descriptor beyond what ``select.select`` takes."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 2048:  # room for descriptor 1501 (a server raises its limit so too)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (2048, hard))
+        request.addfinalizer(lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard)))
+    low_read, low_write = os.pipe()
+    read, write = os.dup2(low_read, 1500), os.dup2(low_write, 1501)
+    os.close(low_read)
+    os.close(low_write)
+    tickets = processes.Tickets(read, write)
+    try:
+        tickets.deal(2, 1)
+        assert [tickets.take(), tickets.take(), tickets.take()] == [0, 1, None]
+    finally:
+        os.close(read)
+        os.close(write)
