@@ -186,8 +186,6 @@ class Tickets:
 
     def __init__(self, read: int, write: int | None = None) -> None:
         self.read, self.write = read, write
-        self.ready = select.poll()  # not select.select: a process with many files open has descriptors past 1024
-        self.ready.register(read, select.POLLIN)
 
     def fit(self, count: int, size: int) -> bool:
         """Whether a map of ``count`` items is handed out so (larger ones: frame ``i`` to rank ``i % size``)."""
@@ -200,7 +198,9 @@ class Tickets:
 
     def take(self) -> int | None:
         """The next item number, or None at this rank's end mark."""
-        spin(lambda: bool(self.ready.poll(0)))
+        ready = select.poll()  # not select.select: a process with many files open has descriptors past 1024
+        ready.register(self.read, select.POLLIN)
+        spin(lambda: bool(ready.poll(0)))
         number = int(np.frombuffer(os.read(self.read, 4), "<u4")[0])
         return None if number == self.END else number
 
