@@ -247,6 +247,9 @@ class ProcessRanks:
                     self.progress(done, count)
                 told = max(told, min(count - 1, i + 1))
         shares = self.exchange(self.pack(mine))
+        if self.progress is not None:  # the counts of the items the other ranks took last (the last: for_each's)
+            for done in range(told + 1, count):
+                self.progress(done, count)
         shares[self.rank] = mine
         out: list = [None] * count
         for share in shares.values():

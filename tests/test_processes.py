@@ -293,3 +293,34 @@ def test_tickets_are_taken_from_a_pipe_numbered_past_1024(request):
     finally:
         os.close(read)
         os.close(write)
+
+
+def test_progress_counts_every_frame_when_the_other_ranks_take_the_last():
+    """The caller reports progress as it takes frames; the counts of the frames the worker took last come after the
+    exchange, still each once and in order."""
+
+    class FirstSix:
+        """Tickets of which the caller gets frames 0-5 only (the worker took 6 and 7)."""
+
+        def __init__(self) -> None:
+            self.left = list(range(6))
+
+        def fit(self, count: int, size: int) -> bool:
+            return True
+
+        def deal(self, count: int, size: int) -> None:
+            pass
+
+        def take(self) -> int | None:
+            return self.left.pop(0) if self.left else None
+
+    arena = processes.Arena.create(1 << 16)
+    try:
+        ranks = processes.ProcessRanks(0, 2, [], arena, 0, FirstSix())
+        ranks.pack = lambda mine: mine
+        ranks.exchange = lambda packed: {1: [(6, None), (7, None)]}
+        seen = []
+        ranks.for_each(lambda i: None, 8, lambda done, total: seen.append((done, total)))
+    finally:
+        arena.close()
+    assert seen == [(done, 8) for done in range(1, 9)]
