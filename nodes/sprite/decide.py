@@ -40,6 +40,7 @@ import numpy as np
 from ...core.processes import Ranks
 from .colour import channel_max, distance
 from .edges import lab_gradient
+from .points import gather, scatter
 from .quantiles import median, medians, quantile
 from .regions import around, band_width, border_connected, region_means
 
@@ -111,8 +112,8 @@ def decide(z: np.ndarray, grad: np.ndarray, level: float, bg: np.ndarray) -> np.
     free = bgc & (cv2.dilate(seeds[box], np.ones((3, 3), np.uint8)) > 0)
     ys, xs = np.nonzero(free)
     ids = np.full(bgc.shape, -1, np.int64)
-    ids[ys, xs] = np.arange(len(ys))
-    score = np.clip(zc[ys, xs] - 1.0, -1.0, CAP)
+    scatter(ids, ys, xs, np.arange(len(ys)))
+    score = np.clip(gather(zc, ys, xs) - 1.0, -1.0, CAP)
     source = np.maximum(score, 0.0)  # paid when labelled background
     sink = np.maximum(-score, 0.0)  # paid when labelled character
     calm = SMOOTH * np.exp(-((grad[box] / level) ** 2))
@@ -136,7 +137,7 @@ def decide(z: np.ndarray, grad: np.ndarray, level: float, bg: np.ndarray) -> np.
     graph.add_grid_tedges(nodes, source, sink)
     graph.maxflow()
     cut = np.zeros(bgc.shape, bool)  # taken from the background by the cut
-    cut[ys, xs] = ~graph.get_grid_segments(nodes)
+    scatter(cut, ys, xs, ~graph.get_grid_segments(nodes))
     out_bg = bg.copy()
     out_bg[box] &= ~clear_parts(cut, zc)
     return out_bg

@@ -64,6 +64,7 @@ from .decide import (
 )
 from .edges import close_steps, edge_band, edge_cut, edge_level, lab_gradient
 from .pockets import MIN_FRAMES, Measures, drawn_pockets, pocket_measures
+from .points import gather, scatter
 from .quantiles import median, medians, quantile
 from .regions import band_width, border_connected, sprite_box
 
@@ -179,7 +180,10 @@ def check_frames(frames: np.ndarray, name: str = "frames") -> np.ndarray:
     if frames.shape[1] < 2 or frames.shape[2] < 2:
         raise InputError(f"The frames are {frames.shape[2]}x{frames.shape[1]} px; sprites need at least 2x2 px.")
     frames = np.ascontiguousarray(frames, dtype=np.float32)
-    finite = np.isfinite(frames).all(axis=(1, 2, 3))
+    # A frame's least and largest values are finite exactly when all of its values are (NaN and inf propagate):
+    # two passes over the clip and no array of its size, whose fresh pages a host process that freed its memory
+    # (ComfyUI between nodes) paid for in page faults before every clip.
+    finite = np.isfinite(frames.min(axis=(1, 2, 3))) & np.isfinite(frames.max(axis=(1, 2, 3)))
     if not finite.all():
         bad = np.flatnonzero(~finite).tolist()
         raise InputError(
@@ -497,13 +501,18 @@ def matte_clip(
     fixed = np.stack(drawn) if exact and any(d.any() for d in drawn) else None
     ys, xs = steady_edges(alpha, lab, tol, map_=pool.map, fixed=fixed, softs=softs)
 
+    # The touched pixels by flat index (numpy's indexing with two index arrays is several times slower), and their
+    # surface basis, once for the clip.
+    at, basis = ys * w + xs, surface.basis(ys, xs)
+
     def despill(i: int) -> None:  # the despilled colour follows the steadied alpha
-        own = alpha[i, ys, xs]
+        own = alpha[i].reshape(-1).take(at)
         soft = soft_pixels(own)
-        py, px = ys[soft], xs[soft]
-        if len(py):
-            behind = from_lab(surface.basis(py, px) @ coefs[i])
-            rgb[i, py, px] = despilled(frames[i, py, px], behind, own[soft])
+        if soft.any():
+            behind = from_lab(basis[soft] @ coefs[i])
+            where = at[soft]
+            colour = frames[i].reshape(-1, 3).take(where, axis=0)
+            rgb[i].reshape(-1, 3)[where] = despilled(colour, behind, own[soft])
 
     list(pool.map(despill, range(t)))
     return rgb, alpha, background
@@ -978,9 +987,10 @@ def unmix(
     alpha[y0:y1, x0:x1] = solid
     ys, xs = np.nonzero(fg_c & (solid == 0))
     if len(ys):
-        at_key = model[ys + y0, xs + x0]  # the key's Lab at each pixel
+        at_key = gather(model, ys + y0, xs + x0)  # the key's Lab at each pixel
         key = from_lab(at_key)
-        c = crop[ys, xs]
+        c = gather(crop, ys, xs)
+        deep = gather(depth, ys, xs)
         # F from the opaque pixels nearby (the nearest on a noise-free key); on parts thinner than the rim from
         # its inner half.
         inner = ((depth > rim / 2) & ~weak_c).astype(np.float32)
@@ -1007,14 +1017,12 @@ def unmix(
 
         # A pixel the nearby opaque colour does not explain may lie on a thin part of another colour
         # (a dark leg next to a red body): try the inner colour of its own part.
-        explain_better(
-            np.flatnonzero((miss > OFF_LINE * to_key) & near_found & (depth[ys, xs] > 1.5)), lambda at: near[at]
-        )
+        explain_better(np.flatnonzero((miss > OFF_LINE * to_key) & near_found & (deep > 1.5)), lambda at: near[at])
         # A rim pixel clearly off the key that unmixes to nothing lies across the key from its part's colour: no
         # mix of the two but a colour of its own (a dark outline dot between a white belly and a grey key, which
         # the 3x3 average had taken for key): try its strongest neighbour.
         explain_better(
-            np.flatnonzero((miss > OFF_LINE * to_key) & (depth[ys, xs] <= rim) & (proj < 0.05) & (to_key >= OFF_KEY)),
+            np.flatnonzero((miss > OFF_LINE * to_key) & (deep <= rim) & (proj < 0.05) & (to_key >= OFF_KEY)),
             lambda at: strongest_neighbour(crop, ys[at], xs[at], key[at]),
         )
         if not fine_edge:
@@ -1030,22 +1038,21 @@ def unmix(
             else:
                 mixes = np.hypot(at_key[:, 1], at_key[:, 2]) >= GREY_CHROMA
             explain_better(
-                np.flatnonzero((depth[ys, xs] <= rim) & (proj >= 0.05) & mixes),
+                np.flatnonzero((deep <= rim) & (proj >= 0.05) & mixes),
                 lambda at: farthest_colour(crop, dist_c, rim, ys[at], xs[at]),
                 purer=True,
             )
         off_line = miss > OFF_LINE * to_key
-        own_colour = off_line & (depth[ys, xs] > rim)
+        own_colour = off_line & (deep > rim)
         # Foreground too close to the key to unmix, or a colour of its own: known foreground.
         # Closer to the key than the outline between it and the background: a pale part behind a dark line.
-        behind = (depth[ys, xs] > 1.5) & (
-            outline_peak(near_c, depth, rim)[ys, xs] - near_c[ys, xs] > PAST * max(near_tol, 1.0)
-        )
+        near_at = gather(near_c, ys, xs)
+        behind = (deep > 1.5) & (gather(outline_peak(near_c, depth, rim), ys, xs) - near_at > PAST * max(near_tol, 1.0))
         if kept is not None:  # the colour models, or the calm, decided where the key's colour cannot tell
-            near_key = near_c[ys, xs] < WEAK * near_tol
-            behind |= kept[y0:y1, x0:x1][ys, xs] & (depth[ys, xs] > 1.5) & near_key
+            near_key = near_at < WEAK * near_tol
+            behind |= gather(kept, ys + y0, xs + x0) & (deep > 1.5) & near_key
             if gained is not None:
-                behind |= gained[y0:y1, x0:x1][ys, xs] & near_key
+                behind |= gather(gained, ys + y0, xs + x0) & near_key
         untold = norm2 < 0.05**2
         if rim <= NEAREST_RIM:  # where the colour cannot tell the alpha, the place does (under noise too)
             behind |= render_rim(dist_c, solid, depth, window, ys, xs, proj, norm2)
@@ -1055,15 +1062,15 @@ def unmix(
             # unmixed against its strongest neighbour (the silhouette's own colour: a render shades a body's
             # outline darker or lighter than its inside); when that is near the key too, it is the part's
             # own colour and stays opaque (a white belly drawn up to a white key).
-            outer = np.flatnonzero((depth[ys, xs] <= 1.0) & untold & ~own_colour & ~behind)
+            outer = np.flatnonzero((deep <= 1.0) & untold & ~own_colour & ~behind)
             strong = strongest_neighbour(crop, ys[outer], xs[outer], key[outer])
             norm2_s, proj_s, _ = mix_line(c[outer], key[outer], strong)
             told = norm2_s >= 0.05**2
             a[outer[told]] = proj_s[told]
         a[a < 0.05] = 0.0  # below noise: no semi-transparent dust around the sprite
         unmixed = despilled(c, key, a)
-        alpha[ys + y0, xs + x0] = a
-        rgb[ys + y0, xs + x0] = np.where(a[:, None] >= 1.0, c, np.where(a[:, None] > 0, unmixed, key))
+        scatter(alpha, ys + y0, xs + x0, a)
+        scatter(rgb, ys + y0, xs + x0, np.where(a[:, None] >= 1.0, c, np.where(a[:, None] > 0, unmixed, key)))
     return rgb, alpha
 
 
@@ -1094,8 +1101,8 @@ def bled(
     ys, xs = np.nonzero(mixed)
     if len(ys):
         fore, found = local_mean(image, (solid & ~mixed).astype(np.float32), window, ys, xs)
-        key = from_lab(model[ys, xs])
-        colour = image[ys, xs]
+        key = from_lab(gather(model, ys, xs))
+        colour = gather(image, ys, xs)
         _, _, miss = mix_line(colour, key, fore)
         unexplained = ~found | (miss > OFF_LINE * distance(colour, key))
         mixed[ys[unexplained], xs[unexplained]] = False
@@ -1138,9 +1145,9 @@ def local_mean(
     """``(mean colour [N,3], found [N])`` of the ``source`` pixels (a 0/1 float mask) of ``image`` in a ``window``
     box around each point.  The other pixels are zeroed by OpenCV's masked copy: several times faster than
     numpy's ``image * source[..., None]``, with the same sums (up to the sign of a zero sum)."""
-    weight = cv2.boxFilter(source, -1, (window, window), normalize=False)[ys, xs]
+    weight = gather(cv2.boxFilter(source, -1, (window, window), normalize=False), ys, xs)
     picked = cv2.copyTo(image, (source > 0).view(np.uint8))
-    total = cv2.boxFilter(picked, -1, (window, window), normalize=False)[ys, xs]
+    total = gather(cv2.boxFilter(picked, -1, (window, window), normalize=False), ys, xs)
     found = weight > 0
     return total / np.maximum(weight, 1e-6)[:, None], found
 
@@ -1157,7 +1164,7 @@ def nearest_colour(
     third of its true alpha.  Under noise one pixel's noise would go into the alpha, and behind an upscale's
     wide soft edge the nearest opaque pixel is still a mix (see :data:`NEAREST_RIM`): there the mean.
     """
-    found = cv2.boxFilter(source, -1, (window, window), normalize=False)[ys, xs] > 0
+    found = gather(cv2.boxFilter(source, -1, (window, window), normalize=False), ys, xs) > 0
     src = (source > 0).view(np.uint8)
     at = np.flatnonzero(src)  # the source pixels by flat index
     if not len(at):
@@ -1167,7 +1174,7 @@ def nearest_colour(
     _, labels = cv2.distanceTransformWithLabels(1 - src, cv2.DIST_L2, 5, labelType=cv2.DIST_LABEL_PIXEL)
     owner = np.zeros(len(at) + 1, np.int64)
     owner[np.take(labels, at)] = at
-    nearest = owner[labels[ys, xs]]
+    nearest = owner[gather(labels, ys, xs)]
     return np.take(image.reshape(-1, image.shape[-1]), nearest, axis=0), found
 
 
@@ -1195,15 +1202,15 @@ def render_rim(
     """
     # The steps of OpenCV's 3x3 distance tell the rings apart: 4 is next to the key by a side (0.955 px, never
     # past the middle), 5 by a corner (1.369), 8 two sides in (1.91) …
-    ring = np.rint(depth[ys, xs] * 4).astype(np.int32)
+    ring = np.rint(gather(depth, ys, xs) * 4).astype(np.int32)
     told = norm2 >= TOLD**2
     past = np.zeros(int(ring.max(initial=0)) + 1, bool)
     for k in np.unique(ring[told & (ring > 4)]):
         sure = told & (ring == k)
         past[k] = float(median(alpha[sure])) > 0.5
     far = np.float32(np.inf)
-    nearby = cv2.erode(np.where(solid > 0, near, far), np.ones((window, window), np.uint8))[ys, xs]
-    return past[ring] & (near[ys, xs] < CALM) & (nearby < CALM)
+    nearby = gather(cv2.erode(np.where(solid > 0, near, far), np.ones((window, window), np.uint8)), ys, xs)
+    return past[ring] & (gather(near, ys, xs) < CALM) & (nearby < CALM)
 
 
 def strongest_neighbour(image: np.ndarray, ys: np.ndarray, xs: np.ndarray, key: np.ndarray) -> np.ndarray:
@@ -1211,7 +1218,7 @@ def strongest_neighbour(image: np.ndarray, ys: np.ndarray, xs: np.ndarray, key: 
     to have an inside (a 1-px sword), whose blurred-in neighbours would otherwise count as opaque."""
     h, w = image.shape[:2]
     dy, dx = np.mgrid[-1:2, -1:2].reshape(2, -1)
-    cand = image[np.clip(ys[:, None] + dy, 0, h - 1), np.clip(xs[:, None] + dx, 0, w - 1)]  # [N,9,3]
+    cand = gather(image, np.clip(ys[:, None] + dy, 0, h - 1), np.clip(xs[:, None] + dx, 0, w - 1))  # [N,9,3]
     far = np.argmax(np.sum((cand - key[:, None]) ** 2, axis=-1), axis=1)
     return cand[np.arange(len(ys)), far]
 
@@ -1223,7 +1230,7 @@ def farthest_colour(image: np.ndarray, dist: np.ndarray, reach: int, ys: np.ndar
     below 2**53), not a gather of every window's pixels: that cost 10 ms per frame at a 4-px reach."""
     n = dist.size
     packed = np.floor(dist.astype(np.float64) * 64.0) * n + np.arange(n, dtype=np.float64).reshape(dist.shape)
-    top = cv2.dilate(packed, np.ones((2 * reach + 1, 2 * reach + 1), np.uint8))[ys, xs]
+    top = gather(cv2.dilate(packed, np.ones((2 * reach + 1, 2 * reach + 1), np.uint8)), ys, xs)
     return image.reshape(-1, image.shape[-1])[np.fmod(top, n).astype(np.int64)]
 
 
