@@ -521,6 +521,8 @@ def _run_on_workers(
                 _unstartable = True
                 raise
         arena = _workers.arena_for(shared, scratch)
+        for link in _workers.links:  # they wake while the clip is copied in (see serve)
+            send(link, ("wake",))
         clip = arena.view(0, frames.shape, frames.dtype)
         clip[...] = frames
         job = ("job", arena.shm.name, arena.shared, arena.scratch, fn, frames.shape, frames.dtype.str, args, kwargs)
@@ -571,6 +573,9 @@ def serve(link: connection.Connection, rank: int, size: int, tickets: int | None
     while True:
         try:
             message = link.recv()
+            if message[0] == "wake":  # a job follows once the clip is copied in: wait for it awake
+                spin(lambda: link.poll(0))
+                message = link.recv()
         except (EOFError, OSError):
             break
         _, name, shared, scratch, fn, shape, dtype, args, kwargs = message

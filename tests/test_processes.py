@@ -250,6 +250,31 @@ def test_a_waiting_rank_polls_then_sleeps_until_the_message_comes(monkeypatch):
         os.close(tickets.write)
 
 
+def _fill(ranks: processes.ProcessRanks, clip: np.ndarray, value: float) -> None:
+    clip[...] = value
+
+
+def test_a_worker_woken_for_a_job_runs_it_however_late_it_comes(monkeypatch):
+    """The caller wakes the workers before it copies the clip in; a worker polls for the job, then sleeps in the read
+    until it comes."""
+    monkeypatch.setattr(processes, "SPIN", 0.01)
+    ours, theirs = connection.Pipe()
+    arena = processes.Arena.create(1 << 16)
+    try:
+        with ThreadPoolExecutor(1) as worker:
+            served = worker.submit(processes.serve, theirs, 1, 2)
+            ours.send(("wake",))
+            time.sleep(0.1)
+            ours.send(("job", arena.shm.name, 1 << 15, 1 << 14, _fill, (2, 4), "<f4", (7.0,), {}))
+            assert ours.poll(10) and ours.recv() == ("done", None)
+            assert (arena.view(0, (2, 4), np.float32) == 7.0).all()
+            ours.close()  # the worker's loop ends
+            served.result(timeout=10)
+    finally:
+        theirs.close()
+        arena.close()
+
+
 def test_each_rank_keeps_opencv_and_blas_to_its_own_thread(monkeypatch):
     """The libraries' own thread pools would take the other ranks' cores: on the caller for the clip's run (then
     restored), on the workers from their start."""
