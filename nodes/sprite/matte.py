@@ -66,7 +66,7 @@ from .edges import close_steps, edge_band, edge_cut, edge_level, lab_gradient
 from .pockets import MIN_FRAMES, Measures, drawn_pockets, pocket_measures
 from .points import gather, scatter
 from .quantiles import median, medians, quantile
-from .regions import band_width, border_connected, sprite_box
+from .regions import as_bytes, band_width, border_connected, sprite_box
 
 # Largest colour change (ΔE across the frame) of a background we still call "solid": a gentle
 # gradient or vignette, not a scene or a sky.
@@ -835,7 +835,7 @@ def pocket_labels(
     if min_hole <= 0 or box is None:
         return out, np.zeros((0, 6), np.int64)
     loose = (dist[box] <= 3.0 * tol) & ~bg[box]
-    n, labels, stats, _ = cv2.connectedComponentsWithStats(loose.astype(np.uint8), connectivity=4)
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(as_bytes(loose), connectivity=4)
     area = np.maximum(stats[:, cv2.CC_STAT_AREA], 1)
     flat = labels[loose]
     off = cv2.subtract(lab[box], model[box])[loose]  # one boolean pick of [h,w,3] (numpy's is slow), not two
@@ -904,7 +904,7 @@ def remove_specks(
     box = sprite_box(fg)
     if min_area <= 1 or box is None:
         return fg
-    n, labels, stats, _ = cv2.connectedComponentsWithStats(fg[box].astype(np.uint8), connectivity=8)
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(as_bytes(fg[box]), connectivity=8)
     area = stats[:, cv2.CC_STAT_AREA]
     largest = area[1:].max() if n > 1 else 0
     keep = area >= max(min_area, relative * largest)
@@ -963,7 +963,7 @@ def unmix(
     else:
         rgb, alpha = out
         rgb[...], alpha[...] = frame, 0.0
-    x, y, bw, bh = cv2.boundingRect(fg.astype(np.uint8))
+    x, y, bw, bh = cv2.boundingRect(as_bytes(fg))
     if bw == 0 or bh == 0:
         return rgb, alpha
     window = 2 * rim + 3
@@ -977,7 +977,7 @@ def unmix(
     weak_c = near_c < WEAK * near_tol
     if seen is not None:
         weak_c &= ~seen[y0:y1, x0:x1]
-    depth = cv2.distanceTransform(fg_c.astype(np.uint8), cv2.DIST_L2, 3)
+    depth = cv2.distanceTransform(as_bytes(fg_c), cv2.DIST_L2, 3)
     fine_edge = exact and rim <= NEAREST_RIM  # a render's anti-aliasing on a noise-free key
     solid = (depth > rim) & (~weak_c | (depth > DEEP))
     if coloured:

@@ -11,9 +11,14 @@ import cv2
 import numpy as np
 
 
+def as_bytes(mask: np.ndarray) -> np.ndarray:
+    """A mask as the uint8 image OpenCV takes: a bool mask's own bytes (a view, no copy), any other converted."""
+    return mask.view(np.uint8) if mask.dtype == np.bool_ else mask.astype(np.uint8)
+
+
 def sprite_box(mask: np.ndarray) -> tuple[slice, slice] | None:
     """The bounding box of ``mask`` as slices (None when empty): later steps work inside it."""
-    x, y, w, h = cv2.boundingRect(mask.astype(np.uint8))
+    x, y, w, h = cv2.boundingRect(as_bytes(mask))
     return (slice(y, y + h), slice(x, x + w)) if w and h else None
 
 
