@@ -39,7 +39,7 @@ import numpy as np
 
 from ...core.processes import Ranks
 from .colour import channel_max, distance
-from .edges import lab_gradient
+from .edges import edge_band, lab_gradient
 from .points import gather, scatter
 from .quantiles import median, medians, quantile
 from .regions import around, band_width, border_connected, region_means
@@ -175,9 +175,7 @@ def decide_frames(
     one from ``pool.empty``, whose frames travel as their place), and each frame's noise with them."""
     if heavy is None:
         heavy = np.empty_like(lab)
-    inner = band.copy()
-    r = HEAVY // 2
-    inner[:r], inner[-r:], inner[:, :r], inner[:, -r:] = False, False, False, False
+    inner = edge_band(band, HEAVY // 2)
     inner = inner if inner.any() else band
     at = np.flatnonzero(inner)  # the band's pixels by flat index: numpy's boolean indexing of [H,W,3] is slower
 

@@ -35,11 +35,11 @@ def lab_gradient(lab: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return root_sum(cv2.add(gx, gy, dst=gx), out)
 
 
-def edge_band(band: np.ndarray) -> np.ndarray:
-    """The border ``band`` without the frame's outermost pixel (Sobel's border reflection): where
-    :func:`edge_level` reads the gradients."""
+def edge_band(band: np.ndarray, reach: int = 1) -> np.ndarray:
+    """The border ``band`` without the frame's outermost ``reach`` px (at least 1), where a filter reaching that far
+    reflects the frame (Sobel's 1 px: where :func:`edge_level` reads the gradients)."""
     inner = band.copy()
-    inner[0], inner[-1], inner[:, 0], inner[:, -1] = False, False, False, False
+    inner[:reach], inner[-reach:], inner[:, :reach], inner[:, -reach:] = False, False, False, False
     return inner
 
 
