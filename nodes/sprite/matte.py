@@ -335,8 +335,8 @@ def remove_background(
     if not 0 <= low < high:
         raise InputError(f"The tolerances must satisfy 0 <= low < high; got low={low}, high={high}.")
     # Taken from the ranks' shared arrays: the Lab clip, the gradients, the background models, the key distances,
-    # the pocket labels, the colours, alpha (13 floats a pixel) and the soft pixels (a byte).
-    arrays = frames.nbytes // 3 * 13 + frames.nbytes // 12 + 8 * processes.ALIGN
+    # the pocket labels twice, the colours, alpha (14 floats a pixel) and the soft pixels (a byte).
+    arrays = frames.nbytes // 3 * 14 + frames.nbytes // 12 + 9 * processes.ALIGN
     return processes.run(
         matte_clip, frames, low, high, border, cleanup, min_solid_fraction, min_hole, arrays=arrays, progress=progress
     )
@@ -403,6 +403,7 @@ def matte_clip(
     models = pool.empty(frames.shape, np.float32)
     dists = pool.empty((t, h, w), np.float32)
     pockets = pool.empty((t, h, w), np.int32)
+    numbers = pool.empty((t, h, w), np.int32) if t >= MIN_FRAMES else None  # the pockets renumbered (pocket_measures)
 
     def pockets_of(i: int) -> tuple[tuple, Measures | None]:
         """Frame ``i``'s :func:`find_pockets`, and what the clip's pocket matching looks at in it."""
@@ -419,7 +420,9 @@ def matte_clip(
             shaded,
             out=(models[i], dists[i], pockets[i]),
         )
-        return found, pocket_measures(~found[2], found[3], found[5]) if t >= MIN_FRAMES else None
+        if t < MIN_FRAMES:
+            return found, None
+        return found, pocket_measures(~found[2], found[3], found[5], out=numbers[i])
 
     found, measures = (list(v) for v in zip(*pool.map(pockets_of, range(t)), strict=True))
     sprite = [~f[2] for f in found]  # not connected to the border background (one pass a frame: no map's exchange)

@@ -155,11 +155,14 @@ def drawn_pockets(
 Measures = tuple[tuple[float, float] | None, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]
 
 
-def pocket_measures(sprite: np.ndarray, pockets: np.ndarray, regions: np.ndarray | None = None) -> Measures:
+def pocket_measures(
+    sprite: np.ndarray, pockets: np.ndarray, regions: np.ndarray | None = None, out: np.ndarray | None = None
+) -> Measures:
     """What :func:`drawn_pockets` looks at in one frame (its ``sprite``, the pockets' label image ``pockets`` and
     ``regions``, see there): ``(centroid, areas, boxes, labels renumbered as by :func:`numbered`, pockets, open)``,
-    ``open`` per label as :func:`open_pockets` tells."""
-    labels, count = numbered(pockets)
+    ``open`` per label as :func:`open_pockets` tells; the renumbered labels written into ``out`` when given (a frame
+    of a shared array: the largest of the measures travels between processes as its place)."""
+    labels, count = numbered(pockets, out)
     if regions is None:
         areas = label_areas(labels)
         found = np.array(boxes(labels, len(areas)), np.float32).reshape(-1, 4)
@@ -168,11 +171,15 @@ def pocket_measures(sprite: np.ndarray, pockets: np.ndarray, regions: np.ndarray
     return centroid(sprite), areas, found, labels, count, open_pockets(labels, found, count, sprite)
 
 
-def numbered(labels: np.ndarray) -> tuple[np.ndarray, int]:
+def numbered(labels: np.ndarray, out: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """``(labels, pockets)``: a frame's pocket labels (pockets ``1..P``, the other enclosed key-coloured regions
-    ``-1..-S``, see :func:`.matte.pocket_labels`) renumbered ``1..P`` then ``P+1..P+S``, and ``P``."""
+    ``-1..-S``, see :func:`.matte.pocket_labels`) renumbered ``1..P`` then ``P+1..P+S`` (into ``out`` when given), and
+    ``P``."""
     count = int(labels.max(initial=0))
-    out = labels.copy()
+    if out is None:
+        out = labels.copy()
+    else:
+        np.copyto(out, labels)
     np.subtract(count, labels, out=out, where=labels < 0)
     return out, count
 
