@@ -524,7 +524,7 @@ def _run_on_workers(
         for link in _workers.links:  # they wake while the clip is copied in (see serve)
             send(link, ("wake",))
         clip = arena.view(0, frames.shape, frames.dtype)
-        clip[...] = frames
+        threads.halves(lambda start, stop: np.copyto(clip[start:stop], frames[start:stop]), len(frames))
         job = ("job", arena.shm.name, arena.shared, arena.scratch, fn, frames.shape, frames.dtype.str, args, kwargs)
         for link in _workers.links:
             send(link, job)
@@ -558,9 +558,17 @@ def one_thread_each() -> Iterator[None]:
 
 
 def detach(value: Any, arena: Arena) -> Any:
-    """``value`` with the arrays (in tuples and lists) that lie in the arena copied out of it."""
+    """``value`` with the arrays (in tuples and lists) that lie in the arena copied out of it (by two threads: the
+    workers wait)."""
     if isinstance(value, np.ndarray):
-        return value.copy() if arena.holds(value) else value
+        if not arena.holds(value):
+            return value
+        out = np.empty_like(value)
+        if value.ndim:
+            threads.halves(lambda start, stop: np.copyto(out[start:stop], value[start:stop]), len(value))
+        else:
+            out[...] = value
+        return out
     if isinstance(value, tuple | list):
         return type(value)(detach(v, arena) for v in value)
     return value

@@ -5,19 +5,20 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
+import threading
 import types
 from pathlib import Path
 
 import pytest
 import torch
-from gameanim.core import host
+from gameanim.core import host, threads
 from gameanim.core.atomic import atomic_target, write_text_atomic
 from gameanim.core.buffers import zeroed
 from gameanim.core.errors import ModelFileError, UnsafePathError
 from gameanim.core.model_folders import MODEL_FOLDERS, describe_expected
 from gameanim.core.paths import confined, sanitize_relative
 from gameanim.core.progress import Cancelled, CancelToken, tracked
-from gameanim.core.threads import run_chunks
+from gameanim.core.threads import halves, run_chunks
 from gameanim.core.weights import read_state_dict, safetensors_metadata, save_safetensors_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,6 +152,32 @@ def test_run_chunks_covers_every_item_once_reports_in_order_and_stops_on_error(w
     with pytest.raises(ValueError, match="bad frame"):
         run_chunks(fail_second, 10, 4, lambda d, t: reports.append(d), workers)
     assert reports == [4]  # nothing is reported past the failing chunk
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 7, 8])
+def test_halves_cover_every_item_once_on_two_threads_and_an_error_reaches_the_caller(count, monkeypatch):
+    monkeypatch.setattr(threads, "WORKERS", 2)
+    done, where = [], set()
+
+    def work(start: int, stop: int) -> None:
+        done.extend(range(start, stop))
+        where.add(threading.current_thread().name)
+
+    halves(work, count)
+    assert sorted(done) == list(range(count))
+    caller = {threading.current_thread().name}
+    assert where - caller if count >= 2 else where <= caller  # the first half on the helper thread
+
+    def fail_first(start: int, stop: int) -> None:
+        if start == 0:
+            raise ValueError("bad frame")
+
+    with pytest.raises(ValueError, match="bad frame"):
+        halves(fail_first, max(count, 2))
+    monkeypatch.setattr(threads, "WORKERS", 1)  # one worker: all on the calling thread
+    where.clear()
+    halves(work, 8)
+    assert where == caller
 
 
 def test_zeroed_arrays_are_zero_writable_and_outlive_their_maker():
