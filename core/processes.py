@@ -16,9 +16,10 @@ matte itself (its pages faulted in one by one, about 250 ms for 280 MB here).  C
 
 The workers start on first use as ``python process_worker.py`` (not through :mod:`multiprocessing`: its workers import
 the parent's ``__main__``, which under ComfyUI is the server's own main.py), connect back over an authenticated local
-connection, and stop when the caller's process ends.  Any exception on the caller's side (a cancel, bad input) stops
-them and they start afresh next time; when they die or fail, the function runs again on threads, so no work is lost;
-when they cannot start, every clip of the process runs on threads.
+connection, and stop when the caller's process ends.  Between clips they sleep; the caller wakes them before it copies
+a clip in, so the first map does not wait for a sleeping one.  Any exception on the caller's side (a cancel, bad input)
+stops them and they start afresh next time; when they die or fail, the function runs again on threads, so no work is
+lost; when they cannot start, every clip of the process runs on threads.
 """
 
 from __future__ import annotations

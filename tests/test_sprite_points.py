@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from gameanim.nodes.sprite.points import gather, scatter
+from gameanim.nodes.sprite.points import gather, pick, scatter
 
 _rng = np.random.default_rng(3)
 BASES = {
@@ -46,6 +46,17 @@ def test_gather_reads_what_two_index_arrays_read(case: str):
     assert np.array_equal(gather(image, yy, xx), image[yy, xx])
     empty = np.zeros(0, np.int64)
     assert gather(image, empty, empty).shape == image[empty, empty].shape
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_pick_takes_what_a_boolean_mask_takes_in_its_order(case: str):
+    base, cut = CASES[case]
+    image = cut(BASES[base])
+    rng = np.random.default_rng(5)
+    for share in (0.0, 0.03, 0.5, 1.0):
+        mask = rng.random(image.shape[:2]) < share
+        got = pick(image, mask)
+        assert got.dtype == image.dtype and np.array_equal(got, image[mask])
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -40,7 +40,7 @@ import numpy as np
 from ...core.processes import Ranks
 from .colour import channel_max, distance
 from .edges import edge_band, lab_gradient
-from .points import gather, scatter
+from .points import gather, pick, scatter
 from .quantiles import median, medians, quantile
 from .regions import around, band_width, border_connected, region_means
 
@@ -293,7 +293,7 @@ def colour_cut_frames(
 
     def learn() -> None:
         img = image(first)
-        samples = np.concatenate([img[far], img[~bgs[first]]])[:, None]
+        samples = np.concatenate([pick(img, far), pick(img, ~bgs[first])])[:, None]
         labels = np.full((len(samples), 1), cv2.GC_PR_FGD, np.uint8)
         labels[: np.count_nonzero(far)] = cv2.GC_BGD
         cv2.grabCut(samples, labels, None, back_model, fore_model, 0, cv2.GC_INIT_WITH_MASK)
@@ -310,7 +310,7 @@ def colour_cut_frames(
         gained = bgs[i] & ((mask == cv2.GC_FGD) | (mask == cv2.GC_PR_FGD))
         if gained.any():
             steep = slope(lab[i])
-            flat = steep < max(FLAT * float(median(steep[band])), FLAT_FLOOR)
+            flat = steep < max(FLAT * float(median(pick(steep, band))), FLAT_FLOOR)
             gained &= ~(between_edges(grads[i] >= level, GAP) & flat & (dists[i] < tol))
             labels, mean = region_means(gained, dists[i], connectivity=8)
             key = mean <= KEY_LIKE * key_noise
@@ -389,7 +389,7 @@ def key_kind(frames: np.ndarray, band: np.ndarray, map_: Callable = map) -> Lite
             return noise, 0, 0
         exact = exact[box]
         ring = (cv2.dilate(exact.view(np.uint8), np.ones((3, 3), np.uint8)) > 0) & ~exact
-        off = channel_max(np.abs(frames[i][box][ring] - key))
+        off = channel_max(np.abs(pick(frames[i][box], ring) - key))
         return noise, int(np.count_nonzero(off <= FAINT)), len(off)
 
     if not at.size:

@@ -64,7 +64,7 @@ from .decide import (
 )
 from .edges import close_steps, edge_band, edge_cut, edge_level, lab_gradient
 from .pockets import MIN_FRAMES, Measures, drawn_pockets, pocket_measures
-from .points import gather, scatter
+from .points import gather, pick, scatter
 from .quantiles import median, medians, quantile
 from .regions import as_bytes, band_width, border_connected, sprite_box
 
@@ -371,12 +371,12 @@ def matte_clip(
     kind = key_kind(frames, band, pool.map)
     exact = kind == "exact"
 
-    inner = edge_band(band)
+    inner = np.nonzero(edge_band(band))  # where the edge level reads each frame's gradients
 
     def colour(i: int) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
         frame_lab(frames[i], out=lab[i], blur=not exact)
         lab_gradient(lab[i], out=grads[i])
-        return border_fit(lab[i], surface, border, low), grads[i][inner]
+        return border_fit(lab[i], surface, border, low), gather(grads[i], *inner)
 
     fits, border_grads = zip(*pool.map(colour, range(t)), strict=True)
     coefs, tol, resid, weak = fit_backgrounds(lab, surface, border, low, pool.map, list(fits))
@@ -846,8 +846,9 @@ def pocket_labels(
     loose = (dist[box] <= 3.0 * tol) & ~bg[box]
     n, labels, stats, _ = cv2.connectedComponentsWithStats(as_bytes(loose), connectivity=4)
     area = np.maximum(stats[:, cv2.CC_STAT_AREA], 1)
-    flat = labels[loose]
-    off = cv2.subtract(lab[box], model[box])[loose]  # one boolean pick of [h,w,3] (numpy's is slow), not two
+    at = np.nonzero(loose)
+    flat = gather(labels, *at)
+    off = gather(cv2.subtract(lab[box], model[box]), *at)  # one pick of [h,w,3], not two
     mean = np.stack([np.bincount(flat, weights=off[:, c], minlength=n) for c in range(3)], -1)
     offset = mean / area[:, None]
     pocket = (area >= min_hole) & (np.linalg.norm(offset, axis=-1) <= 1.5 * tol)
@@ -856,7 +857,8 @@ def pocket_labels(
         shaded = None  # the lightness spread tells shading from a gap on a grey key only
     if weak is not None or shaded is not None:  # the inside (left by a 3x3 erosion; a pocket with none passes)
         core = loose & (cv2.erode(loose.view(np.uint8), np.ones((3, 3), np.uint8)) > 0)
-        inside, off_core = labels[core], lab[box][core] - model[box][core]
+        at = np.nonzero(core)
+        inside, off_core = gather(labels, *at), gather(lab[box], *at) - gather(model[box], *at)
         count = np.maximum(np.bincount(inside, minlength=n), 1)  # no inside: bincount gives ints
         inner = np.stack([np.bincount(inside, weights=off_core[:, c], minlength=n) for c in range(3)], -1)
         inner = inner / count[:, None]
@@ -919,7 +921,7 @@ def remove_specks(
     keep = area >= max(min_area, relative * largest)
     if strong is not None:
         holds = np.zeros(n, bool)
-        holds[labels[strong[box]]] = True
+        holds[pick(labels, strong[box])] = True
         keep &= holds
     keep[0] = False
     out = np.zeros_like(fg)
@@ -1104,7 +1106,7 @@ def bled(
     body = fg & inner & ~weak
     if not body.any():
         return np.zeros_like(fg)
-    mixed = solid & (dist < BLEED * float(median(dist[body])))  # the others are unmixed anyway
+    mixed = solid & (dist < BLEED * float(median(pick(dist, body))))  # the others are unmixed anyway
     if seen is not None:
         mixed &= ~seen
     ys, xs = np.nonzero(mixed)

@@ -1,4 +1,4 @@
-"""Reading and writing an image at a list of points ``(ys, xs)``, by flat index.
+"""Reading and writing an image at a list of points ``(ys, xs)``, or where a mask is set, by flat index.
 
 The matte reads a frame's arrays at its rim pixels a dozen times a frame.  numpy's indexing with two index arrays
 (``image[ys, xs]``) is several times slower than ``take`` with one flat index, ten times for three channels (8,000
@@ -19,6 +19,12 @@ def gather(image: np.ndarray, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
         return image[ys, xs]
     flat, per_row = pixels
     return flat.take(ys * per_row + xs, axis=0)
+
+
+def pick(image: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``image[mask]`` for a bool ``mask`` of the image's height and width: numpy's boolean pick of a three-channel
+    image was ten times slower (a 200x150 mask, half of it set: 560 µs against 65), of one channel four times."""
+    return gather(image, *np.nonzero(mask))
 
 
 def scatter(image: np.ndarray, ys: np.ndarray, xs: np.ndarray, values: np.ndarray) -> None:
