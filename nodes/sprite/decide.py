@@ -96,9 +96,9 @@ def decide(z: np.ndarray, grad: np.ndarray, level: float, bg: np.ndarray) -> np.
     doubt = (bg & (z > 1.0)).view(np.uint8)
     n, labels = cv2.connectedComponents(doubt, connectivity=8)
     touching = np.zeros(n, bool)
-    touching[labels[(cv2.dilate((~bg).view(np.uint8), np.ones((3, 3), np.uint8)) > 0) & (doubt > 0)]] = True
+    touching[pick(labels, (cv2.dilate((~bg).view(np.uint8), np.ones((3, 3), np.uint8)) > 0) & (doubt > 0))] = True
     clear = np.zeros(n, bool)
-    clear[labels[bg & (z >= CLEAR)]] = True
+    clear[pick(labels, bg & (z >= CLEAR))] = True
     touching &= clear
     touching[0] = False
     seeds = touching[labels].view(np.uint8)

@@ -371,12 +371,12 @@ def matte_clip(
     kind = key_kind(frames, band, pool.map)
     exact = kind == "exact"
 
-    inner = np.nonzero(edge_band(band))  # where the edge level reads each frame's gradients
+    inner = edge_band(band)  # where the edge level reads each frame's gradients
 
     def colour(i: int) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
         frame_lab(frames[i], out=lab[i], blur=not exact)
         lab_gradient(lab[i], out=grads[i])
-        return border_fit(lab[i], surface, border, low), gather(grads[i], *inner)
+        return border_fit(lab[i], surface, border, low), pick(grads[i], inner)
 
     fits, border_grads = zip(*pool.map(colour, range(t)), strict=True)
     coefs, tol, resid, weak = fit_backgrounds(lab, surface, border, low, pool.map, list(fits))
@@ -846,9 +846,8 @@ def pocket_labels(
     loose = (dist[box] <= 3.0 * tol) & ~bg[box]
     n, labels, stats, _ = cv2.connectedComponentsWithStats(as_bytes(loose), connectivity=4)
     area = np.maximum(stats[:, cv2.CC_STAT_AREA], 1)
-    at = np.nonzero(loose)
-    flat = gather(labels, *at)
-    off = gather(cv2.subtract(lab[box], model[box]), *at)  # one pick of [h,w,3], not two
+    flat = pick(labels, loose)
+    off = pick(cv2.subtract(lab[box], model[box]), loose)  # one pick of [h,w,3], not two
     mean = np.stack([np.bincount(flat, weights=off[:, c], minlength=n) for c in range(3)], -1)
     offset = mean / area[:, None]
     pocket = (area >= min_hole) & (np.linalg.norm(offset, axis=-1) <= 1.5 * tol)
@@ -857,8 +856,7 @@ def pocket_labels(
         shaded = None  # the lightness spread tells shading from a gap on a grey key only
     if weak is not None or shaded is not None:  # the inside (left by a 3x3 erosion; a pocket with none passes)
         core = loose & (cv2.erode(loose.view(np.uint8), np.ones((3, 3), np.uint8)) > 0)
-        at = np.nonzero(core)
-        inside, off_core = gather(labels, *at), gather(lab[box], *at) - gather(model[box], *at)
+        inside, off_core = pick(labels, core), pick(lab[box], core) - pick(model[box], core)
         count = np.maximum(np.bincount(inside, minlength=n), 1)  # no inside: bincount gives ints
         inner = np.stack([np.bincount(inside, weights=off_core[:, c], minlength=n) for c in range(3)], -1)
         inner = inner / count[:, None]
@@ -1131,8 +1129,8 @@ def pocket_inside(loose: np.ndarray, labels: np.ndarray, n: int, calm: np.ndarra
     step, or its middle is as flat as the key (a noisy gap is ragged under erosion but calm).
     """
     filled = cv2.medianBlur(loose.astype(np.uint8) * 255, 3)
-    wide = np.bincount(labels[loose & (cv2.erode(filled, np.ones((3, 3), np.uint8)) > 0)], minlength=n)
-    return np.maximum(wide, np.bincount(labels[loose & calm], minlength=n))
+    wide = np.bincount(pick(labels, loose & (cv2.erode(filled, np.ones((3, 3), np.uint8)) > 0)), minlength=n)
+    return np.maximum(wide, np.bincount(pick(labels, loose & calm), minlength=n))
 
 
 def outline_peak(dist: np.ndarray, depth: np.ndarray, rim: int) -> np.ndarray:

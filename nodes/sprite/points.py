@@ -24,7 +24,15 @@ def gather(image: np.ndarray, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
 def pick(image: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """``image[mask]`` for a bool ``mask`` of the image's height and width: numpy's boolean pick of a three-channel
     image was ten times slower (a 200x150 mask, half of it set: 560 µs against 65), of one channel four times."""
-    return gather(image, *np.nonzero(mask))
+    pixels = _pixels(image)
+    if pixels is None:
+        return image[mask]
+    flat, per_row = pixels
+    at = np.flatnonzero(mask)  # row by row, as the boolean pick takes them
+    width = image.shape[1]
+    if per_row != width:  # a crop: its rows lie per_row pixels apart
+        at += at // width * (per_row - width)
+    return flat.take(at, axis=0)
 
 
 def scatter(image: np.ndarray, ys: np.ndarray, xs: np.ndarray, values: np.ndarray) -> None:
