@@ -101,7 +101,7 @@ def decide(z: np.ndarray, grad: np.ndarray, level: float, bg: np.ndarray) -> np.
     clear[pick(labels, bg & (z >= CLEAR))] = True
     touching &= clear
     touching[0] = False
-    seeds = touching[labels].view(np.uint8)
+    seeds = touching.take(labels).view(np.uint8)
     x, y, bw, bh = cv2.boundingRect(seeds)
     if not (bw and bh):
         return bg.copy()
@@ -152,7 +152,7 @@ def clear_parts(gained: np.ndarray, z: np.ndarray) -> np.ndarray:
     labels, mean = region_means(opened, z, connectivity=4)
     keep = mean >= CLEAR
     keep[0] = False
-    return keep[labels]
+    return keep.take(labels)
 
 
 def decide_frames(
@@ -315,7 +315,7 @@ def colour_cut_frames(
             labels, mean = region_means(gained, dists[i], connectivity=8)
             key = mean <= KEY_LIKE * key_noise
             key[0] = False
-            gained &= ~key[labels]
+            gained &= ~key.take(labels)
         return bgs[i] & ~gained, gained
 
     results = list(pool.map(cut, range(len(frames))))

@@ -86,7 +86,7 @@ def edge_cut(
     if key_noise is not None:
         big &= label_means(labels, n, dist[box]) > KEY_GAP * key_noise
     big[0] = False
-    parts = big[labels]
+    parts = big.take(labels)
     out = np.zeros_like(cut)
     if not parts.any():
         return out

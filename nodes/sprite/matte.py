@@ -671,10 +671,10 @@ def fill_holes(bg: np.ndarray, before: np.ndarray, min_hole: int) -> np.ndarray:
         return bg
     _, labels, stats, _ = cv2.connectedComponentsWithStats(inside[box].view(np.uint8), connectivity=4)
     small = stats[:, cv2.CC_STAT_AREA] < min_hole
-    small[labels[(before & ~border_connected(before))[box]]] = False
+    small[pick(labels, (before & ~border_connected(before))[box])] = False
     small[0] = False
     out = bg.copy()
-    out[box] &= ~small[labels]
+    out[box] &= ~small.take(labels)
     return out
 
 
@@ -871,7 +871,7 @@ def pocket_labels(
     other = ~pocket
     other[0] = False
     ids = np.where(pocket, np.cumsum(pocket), -np.cumsum(other) * other).astype(np.int32)
-    out[box] = ids[labels]
+    out[box] = ids.take(labels)
     top, left = stats[1:, cv2.CC_STAT_TOP] + box[0].start, stats[1:, cv2.CC_STAT_LEFT] + box[1].start
     size = stats[1:, [cv2.CC_STAT_HEIGHT, cv2.CC_STAT_WIDTH, cv2.CC_STAT_AREA]]
     return out, np.column_stack([ids[1:], top, left, size]).astype(np.int64)
@@ -923,7 +923,7 @@ def remove_specks(
         keep &= holds
     keep[0] = False
     out = np.zeros_like(fg)
-    out[box] = keep[labels]
+    out[box] = keep.take(labels)
     return out
 
 

@@ -54,7 +54,7 @@ def border_connected(mask: np.ndarray) -> np.ndarray:
     for edge in (labels[0], labels[-1], labels[:, 0], labels[:, -1]):
         keep[edge] = True
     keep[0] = False  # label 0 is outside the mask
-    out[box] = keep[labels]
+    out[box] = keep.take(labels)  # a label table looked up by take: indexing with the label image is twice as slow
     return out
 
 
