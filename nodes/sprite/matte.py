@@ -721,7 +721,7 @@ def matte_frame(
     )
     if speck:  # unmixing can leave compression blocks next to the sprite more opaque than not
         opaque = alpha >= 0.5
-        alpha[opaque & ~remove_specks(opaque, speck)] = 0.0
+        np.copyto(alpha, 0.0, where=opaque & ~remove_specks(opaque, speck))  # half the time of a boolean setitem
     return rgb, alpha
 
 
