@@ -38,6 +38,20 @@ def test_border_connected_matches_the_whole_frame(seed):
         np.testing.assert_array_equal(regions.border_connected(mask), whole_frame_border_connected(mask))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_components_are_opencvs_labels_with_its_areas(seed):
+    for mask in masks(seed):
+        for connectivity in (4, 8):
+            count, labels, stats, _ = cv2.connectedComponentsWithStats(mask.view(np.uint8), connectivity=connectivity)
+            got = regions.components(mask, connectivity)
+            assert got[0] == count
+            np.testing.assert_array_equal(got[1], labels)
+            np.testing.assert_array_equal(got[2], stats[:, cv2.CC_STAT_AREA])
+    crop = masks(seed)[5][1:-1, 2:]  # a crop: rows apart in memory
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(np.ascontiguousarray(crop).view(np.uint8))
+    np.testing.assert_array_equal(regions.components(crop, 8)[2], stats[:, cv2.CC_STAT_AREA])
+
+
 def test_around_is_the_box_grown_by_one_within_the_frame():
     mask = np.zeros((10, 12), bool)
     assert regions.around(mask) is None

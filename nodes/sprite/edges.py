@@ -12,7 +12,7 @@ import numpy as np
 
 from .colour import root_sum
 from .quantiles import quantile
-from .regions import around, border_connected, label_means
+from .regions import around, border_connected, components, label_means
 
 # An edge is a gradient this many times the border's 99.5th percentile (the key's noise and vignette).
 EDGE = 2.0
@@ -81,8 +81,8 @@ def edge_cut(
     # the parts, and each pixel's distances to them and to the flood, are those of the box alone.
     box = around(~calm)
     cut_b, calm_b, flood_b = cut[box], calm[box], flood[box]
-    n, labels, stats, _ = cv2.connectedComponentsWithStats((cut_b & calm_b).view(np.uint8), connectivity=4)
-    big = stats[:, cv2.CC_STAT_AREA] >= min_area
+    n, labels, area = components(cut_b & calm_b, connectivity=4)
+    big = area >= min_area
     if key_noise is not None:
         big &= label_means(labels, n, dist[box]) > KEY_GAP * key_noise
     big[0] = False

@@ -66,7 +66,7 @@ from .edges import close_steps, edge_band, edge_cut, edge_level, lab_gradient
 from .pockets import MIN_FRAMES, Measures, drawn_pockets, pocket_measures
 from .points import gather, pick, scatter
 from .quantiles import median, medians, quantile
-from .regions import as_bytes, band_width, border_connected, sprite_box
+from .regions import as_bytes, band_width, border_connected, components, sprite_box
 
 # Largest colour change (ΔE across the frame) of a background we still call "solid": a gentle
 # gradient or vignette, not a scene or a sky.
@@ -669,8 +669,8 @@ def fill_holes(bg: np.ndarray, before: np.ndarray, min_hole: int) -> np.ndarray:
     box = sprite_box(inside)
     if box is None:
         return bg
-    _, labels, stats, _ = cv2.connectedComponentsWithStats(inside[box].view(np.uint8), connectivity=4)
-    small = stats[:, cv2.CC_STAT_AREA] < min_hole
+    _, labels, area = components(inside[box], connectivity=4)
+    small = area < min_hole
     small[pick(labels, (before & ~border_connected(before))[box])] = False
     small[0] = False
     out = bg.copy()
@@ -913,8 +913,7 @@ def remove_specks(
     box = sprite_box(fg)
     if min_area <= 1 or box is None:
         return fg
-    n, labels, stats, _ = cv2.connectedComponentsWithStats(as_bytes(fg[box]), connectivity=8)
-    area = stats[:, cv2.CC_STAT_AREA]
+    n, labels, area = components(fg[box], connectivity=8)
     largest = area[1:].max() if n > 1 else 0
     keep = area >= max(min_area, relative * largest)
     if strong is not None:
