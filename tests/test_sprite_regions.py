@@ -140,3 +140,16 @@ def test_opencv_channel_arithmetic_gives_numpys_bits(shape):
     gx = cv2.Sobel(lab, cv2.CV_32F, 1, 0, ksize=3, scale=0.125)
     gy = cv2.Sobel(lab, cv2.CV_32F, 0, 1, ksize=3, scale=0.125)
     assert np.array_equal(edges.lab_gradient(lab), np.sqrt(np.sum(gx * gx + gy * gy, axis=-1, dtype=np.float32)))
+
+
+def test_channel_sum_is_numpys_sum_over_three_channels_up_to_the_sign_of_zero():
+    from gameanim.nodes.sprite import colour
+
+    rng = np.random.default_rng(2)
+    values = (rng.standard_normal((20000, 3)) * 10.0 ** rng.uniform(-30, 30, (20000, 3))).astype(np.float32)
+    values[:50] = -0.0
+    for v in (values, values.reshape(-1, 8, 3)[:, :5], values[::3]):  # rows, neighbourhoods, strided
+        ours, numpys = colour.channel_sum(v), np.sum(v, axis=-1)
+        assert np.array_equal(ours, numpys)  # equal as numbers (-0 == +0) ...
+        nonzero = numpys != 0
+        assert np.array_equal(ours[nonzero].view(np.uint32), numpys[nonzero].view(np.uint32))  # ... and to the bit

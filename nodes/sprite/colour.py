@@ -28,6 +28,12 @@ def distance(
     return np.sqrt(d[..., 0] + d[..., 1] + d[..., 2], out=out)
 
 
+def channel_sum(values: np.ndarray) -> np.ndarray:
+    """``np.sum(values, axis=-1)`` over a last axis of three: the same additions in the same order, to numpy's bits but
+    for the sign of a zero (numpy starts from +0, so three negative zeros sum to +0 there and to -0 here)."""
+    return values[..., 0] + values[..., 1] + values[..., 2]
+
+
 def channel_max(values: np.ndarray) -> np.ndarray:
     """The largest of the three channels of ``values [..., 3]``."""
     return np.maximum(np.maximum(values[..., 0], values[..., 1]), values[..., 2])

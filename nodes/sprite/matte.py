@@ -52,7 +52,7 @@ from ...core.errors import InputError
 from ...core.frames import check_alpha
 from ...core.processes import Ranks
 from ...core.progress import ProgressFn, no_progress
-from .colour import distance
+from .colour import channel_sum, distance
 from .decide import (
     COMPRESSED_TOL,
     EXACT_TOL,
@@ -1227,8 +1227,10 @@ def strongest_neighbour(image: np.ndarray, ys: np.ndarray, xs: np.ndarray, key: 
     h, w = image.shape[:2]
     dy, dx = np.mgrid[-1:2, -1:2].reshape(2, -1)
     cand = gather(image, np.clip(ys[:, None] + dy, 0, h - 1), np.clip(xs[:, None] + dx, 0, w - 1))  # [N,9,3]
-    far = np.argmax(np.sum((cand - key[:, None]) ** 2, axis=-1), axis=1)
-    return cand[np.arange(len(ys)), far]
+    off = cand - key[:, None]
+    off *= off
+    far = np.argmax(channel_sum(off), axis=1)
+    return cand.reshape(-1, 3).take(np.arange(len(ys)) * 9 + far, axis=0)
 
 
 def farthest_colour(image: np.ndarray, dist: np.ndarray, reach: int, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
@@ -1245,12 +1247,13 @@ def farthest_colour(image: np.ndarray, dist: np.ndarray, reach: int, ys: np.ndar
 def mix_line(c: np.ndarray, key: np.ndarray, fore: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(|F - B|², alpha, miss)`` of pixels ``c`` seen as mixes of ``key`` and ``fore`` ([N,3] each).
 
-    ``alpha`` is the projection of ``C - B`` onto ``F - B``, clipped to 0..1; ``miss`` the distance
-    from ``C`` to that mix: how badly the pair explains the pixel.
+    ``alpha`` is the projection of ``C - B`` onto ``F - B``, clipped to 0..1 (a projection of exactly zero may be -0,
+    see :func:`.colour.channel_sum`: it only meets comparisons, and :func:`unmix` sets alphas below 0.05 to +0);
+    ``miss`` the distance from ``C`` to that mix: how badly the pair explains the pixel.
     """
     d = fore - key
-    norm2 = np.sum(d * d, axis=-1)
-    proj = np.clip(np.sum((c - key) * d, axis=-1) / np.maximum(norm2, 1e-6), 0.0, 1.0)
+    norm2 = channel_sum(d * d)
+    proj = np.clip(channel_sum((c - key) * d) / np.maximum(norm2, 1e-6), 0.0, 1.0)
     return norm2, proj, distance(c, key + proj[:, None] * d)
 
 
