@@ -761,15 +761,17 @@ def steady_edges(
     if t < 2 or not len(ys):
         return ys, xs
 
-    # The pixels' colours and alphas are read by flat index (np.take): several times faster than indexing the
+    # The pixels' colours and alphas are read and written by flat index: several times faster than indexing the
     # clip with two index arrays.
+    if not alpha.flags.c_contiguous:
+        raise ValueError("steady_edges averages alpha in place through a flat view: pass a C-contiguous array")
     flat, lab_flat, alpha_flat = ys * alpha.shape[2] + xs, lab.reshape(t, -1, 3), alpha.reshape(t, -1)
 
     def steady(part: np.ndarray) -> None:
-        py, px = ys[part], xs[part]
-        colour, own = np.take(lab_flat, flat[part], axis=1), np.take(alpha_flat, flat[part], axis=1)  # [T,N,3], [T,N]
+        at = flat[part]
+        colour, own = np.take(lab_flat, at, axis=1), np.take(alpha_flat, at, axis=1)  # [T,N,3], [T,N]
         total, count = own.copy(), np.ones_like(own)
-        free = None if fixed is None else ~np.take(fixed.reshape(t, -1), flat[part], axis=1)
+        free = None if fixed is None else ~np.take(fixed.reshape(t, -1), at, axis=1)
         for k in range(1, min(reach, t - 1) + 1):
             same = (distance(colour[:-k], colour[k:]) <= 0.5 * tol).astype(np.float32)  # frame i vs frame i + k
             if free is not None:
@@ -778,7 +780,7 @@ def steady_edges(
             total[k:] += same * own[:-k]
             count[:-k] += same
             count[k:] += same
-        alpha[:, py, px] = total / count
+        alpha_flat[:, at] = total / count
 
     list(map_(steady, np.array_split(np.arange(len(ys)), 4)))
     return ys, xs
