@@ -1119,7 +1119,7 @@ def bled(
         colour = gather(image, ys, xs)
         _, _, miss = mix_line(colour, key, fore)
         unexplained = ~found | (miss > OFF_LINE * distance(colour, key))
-        mixed[ys[unexplained], xs[unexplained]] = False
+        scatter(mixed, ys[unexplained], xs[unexplained], False)
     return mixed
 
 
