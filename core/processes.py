@@ -525,7 +525,7 @@ def _run_on_workers(
         for link in _workers.links:  # they wake while the clip is copied in (see serve)
             send(link, ("wake",))
         clip = arena.view(0, frames.shape, frames.dtype)
-        threads.halves(lambda start, stop: np.copyto(clip[start:stop], frames[start:stop]), len(frames))
+        copy(clip, frames)
         job = ("job", arena.shm.name, arena.shared, arena.scratch, fn, frames.shape, frames.dtype.str, args, kwargs)
         for link in _workers.links:
             send(link, job)
@@ -558,6 +558,14 @@ def one_thread_each() -> Iterator[None]:
         cv2.setNumThreads(opencv)
 
 
+def copy(out: np.ndarray, value: np.ndarray) -> None:
+    """``out[...] = value``, the first half along the first axis on a helper thread (:func:`.threads.halves`)."""
+    if value.ndim:
+        threads.halves(lambda start, stop: np.copyto(out[start:stop], value[start:stop]), len(value))
+    else:
+        out[...] = value
+
+
 def detach(value: Any, arena: Arena) -> Any:
     """``value`` with the arrays (in tuples and lists) that lie in the arena copied out of it (by two threads: the
     workers wait)."""
@@ -565,10 +573,7 @@ def detach(value: Any, arena: Arena) -> Any:
         if not arena.holds(value):
             return value
         out = np.empty_like(value)
-        if value.ndim:
-            threads.halves(lambda start, stop: np.copyto(out[start:stop], value[start:stop]), len(value))
-        else:
-            out[...] = value
+        copy(out, value)
         return out
     if isinstance(value, tuple | list):
         return type(value)(detach(v, arena) for v in value)
