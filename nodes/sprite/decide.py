@@ -177,11 +177,11 @@ def decide_frames(
         heavy = np.empty_like(lab)
     inner = edge_band(band, HEAVY // 2)
     inner = inner if inner.any() else band
-    at = np.flatnonzero(inner)  # the band's pixels by flat index: numpy's boolean indexing of [H,W,3] is slower
+    at = np.flatnonzero(inner)  # the band's pixels by flat index, taken: numpy's indexing of [H,W,3] is slower
 
     def smooth(i: int) -> np.ndarray:
         denoised(lab[i], dists[i] < strong, out=heavy[i])
-        return distance(heavy[i].reshape(-1, 3)[at], models[i].reshape(-1, 3)[at])
+        return distance(heavy[i].reshape(-1, 3).take(at, axis=0), models[i].reshape(-1, 3).take(at, axis=0))
 
     resid = np.concatenate(list(pool.map(smooth, range(len(lab)))))
     heavy_tol = denoised_tolerance(resid[resid <= 6.0 * median(resid) + 1.0])  # the character touching the border

@@ -371,12 +371,12 @@ def matte_clip(
     kind = key_kind(frames, band, pool.map)
     exact = kind == "exact"
 
-    inner = edge_band(band)  # where the edge level reads each frame's gradients
+    inner = np.flatnonzero(edge_band(band))  # where the edge level reads each frame's gradients, by flat index
 
     def colour(i: int) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
         frame_lab(frames[i], out=lab[i], blur=not exact)
         lab_gradient(lab[i], out=grads[i])
-        return border_fit(lab[i], surface, border, low), pick(grads[i], inner)
+        return border_fit(lab[i], surface, border, low), grads[i].reshape(-1).take(inner)
 
     fits, border_grads = zip(*pool.map(colour, range(t)), strict=True)
     coefs, tol, resid, weak = fit_backgrounds(lab, surface, border, low, pool.map, list(fits))
@@ -510,18 +510,15 @@ def matte_clip(
     fixed = np.stack(drawn) if exact and any(d.any() for d in drawn) else None
     ys, xs = steady_edges(alpha, lab, tol, map_=pool.map, fixed=fixed, softs=softs)
 
-    # The touched pixels by flat index (numpy's indexing with two index arrays is several times slower), and their
-    # surface basis, once for the clip.
-    at, basis = ys * w + xs, surface.basis(ys, xs)
+    basis = surface.basis(ys, xs)  # of the touched pixels, once for the clip
 
     def despill(i: int) -> None:  # the despilled colour follows the steadied alpha
-        own = alpha[i].reshape(-1).take(at)
+        own = gather(alpha[i], ys, xs)
         soft = soft_pixels(own)
         if soft.any():
             behind = from_lab(basis[soft] @ coefs[i])
-            where = at[soft]
-            colour = frames[i].reshape(-1, 3).take(where, axis=0)
-            rgb[i].reshape(-1, 3)[where] = despilled(colour, behind, own[soft])
+            py, px = ys[soft], xs[soft]
+            scatter(rgb[i], py, px, despilled(gather(frames[i], py, px), behind, own[soft]))
 
     list(pool.map(despill, range(t)))
     return rgb, alpha, background
